@@ -1,0 +1,17 @@
+# Every target installs what it needs first, so each works on a fresh machine.
+# torch comes first and pinned to the local CPU wheel so pip never resolves the multi-GB CUDA builds;
+# where a torch is already installed (e.g. a GPU image) it is kept.
+PYTHON ?= python3
+TORCH_VERSION ?= 2.13.0
+
+.PHONY: install test demo
+
+install:
+	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION)
+	$(PYTHON) -m pip install -q -e ".[test]"
+
+test: install
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+demo: install
+	$(PYTHON) examples/quickstart.py

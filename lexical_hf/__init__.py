@@ -1,0 +1,28 @@
+"""lexical_hf: the lexical translation mechanism of Akyürek & Andreas (ACL 2021) for Hugging Face transformers.
+
+Importing the package registers the model with `AutoConfig`, `AutoModelForSeq2SeqLM` and `AutoTokenizer`, so a saved
+folder loads through the Auto classes without remote code.
+"""
+
+__version__ = "0.1.0"
+
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
+
+from .configuration_lexical import LexicalSeq2SeqConfig
+from .head import LexicalHeadOutput, LexicalTranslationHead
+from .modeling_lexical import LexicalSeq2SeqForConditionalGeneration, LexicalSeq2SeqLMOutput
+from .tokenization_lexical import LexicalTokenizer
+
+AutoConfig.register(LexicalSeq2SeqConfig.model_type, LexicalSeq2SeqConfig, exist_ok=True)
+AutoModelForSeq2SeqLM.register(LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, exist_ok=True)
+AutoTokenizer.register(LexicalSeq2SeqConfig, tokenizer_class=LexicalTokenizer, exist_ok=True)
+
+__all__ = [
+    "LexicalHeadOutput",
+    "LexicalSeq2SeqConfig",
+    "LexicalSeq2SeqForConditionalGeneration",
+    "LexicalSeq2SeqLMOutput",
+    "LexicalTokenizer",
+    "LexicalTranslationHead",
+    "__version__",
+]

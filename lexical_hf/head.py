@@ -1,0 +1,192 @@
+"""The lexical translation head: one output layer that mixes a write softmax with a lexicon lookup."""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+LEXICON_ROW_TOLERANCE = 1e-4
+
+
+@dataclass
+class LexicalHeadOutput:
+    """What the head returns.
+
+    Attributes:
+        log_probs: (batch, target_len, |V_y|) log p(y_i = w), the mixture; -inf on non-generatable ids.
+        gate: (batch, target_len) p_gate, the weight of p_write (1 everywhere in `lexical_mode="none"`).
+        lexical_log_probs: (batch, target_len, |V_y|) log p_lex(w), floored at log(tiny) instead of -inf.
+    """
+
+    log_probs: torch.Tensor
+    gate: torch.Tensor
+    lexical_log_probs: torch.Tensor | None = None
+
+
+class LexicalTranslationHead(nn.Module):
+    r"""Mixture of a write distribution and a lexical translation distribution (Akyürek & Andreas, 2021, Eq. 6–10).
+
+    At each decoder step i, with output features o_i (from [c_i; h_i]), gate features h_i, attention α_i over the n
+    source positions and source tokens x_1..x_n::
+
+        p_write(w) = softmax(W_write o_i)_w
+        p_lex(w)   = Σ_j α_i^j · L[x_j, w]                      (L: |V_x|×|V_y|, rows sum to 1)
+        p(y_i=w)   = p_gate · p_write(w) + (1 − p_gate) · p_lex(w)
+
+    computed in log space: ``log p = logaddexp(log p_gate + log p_write, log(1 − p_gate) + log p_lex)``.
+
+    Gate styles:
+      * ``"sigmoid"`` (the paper): p_gate = σ(w_gateᵀ h_i).
+      * ``"copy_token"`` (the paper's public code): W_write has one extra row, a reserved class; with
+        s = softmax(W_write o_i) over |V_y|+1 classes, p(w) = s_w + s_copy · p_lex(w). This is the same mixture with
+        p_gate = 1 − s_copy and p_write(w) = s_w / (1 − s_copy).
+
+    Lexical modes: ``"none"`` fixes p_gate = 1 (plain attentional seq2seq); ``"copy"`` and ``"lexical"`` use L (copy is
+    the identity lexicon over shared token strings, See et al. 2017).
+
+    L is stored as the buffer ``lexicon`` (frozen; saved and loaded exactly) or, with ``train_lexicon=True``, as the
+    parameter ``lexicon_logits`` with L = softmax(lexicon_logits) row-wise (zeros become logits of log(1e-8)).
+    Columns of non-generatable ids (padding, decoder start) get no mass from either distribution.
+
+    Shapes (B = batch, T = target length, S = source length, F = feature size, G = gate feature size):
+        features:        (B, T, F)
+        gate_features:   (B, T, G)
+        attention:       (B, T, S), rows sum to 1 over unmasked source positions, 0 on padding
+        source_ids:      (B, S)
+        returns:         LexicalHeadOutput with log_probs (B, T, |V_y|) and gate (B, T)
+
+    The head knows nothing about the backbone: any model that provides these tensors can use it.
+    """
+
+    def __init__(
+        self,
+        feature_size: int,
+        gate_feature_size: int,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        non_generatable_ids: list[int],
+        lexical_mode: str = "lexical",
+        gate: str = "sigmoid",
+        train_lexicon: bool = False,
+        output_dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.lexical_mode = lexical_mode
+        self.gate_style = gate
+        self.source_vocab_size = source_vocab_size
+        self.target_vocab_size = target_vocab_size
+        self.non_generatable_ids = list(non_generatable_ids)
+        self.uses_lexicon = lexical_mode != "none"
+        self.output_dropout = nn.Dropout(output_dropout)
+
+        extra_class = int(self.uses_lexicon and gate == "copy_token")
+        self.write_projection = nn.Linear(feature_size, target_vocab_size + extra_class)
+        self.gate_projection = nn.Linear(gate_feature_size, 1) if self.uses_lexicon and gate == "sigmoid" else None
+
+        self.train_lexicon = train_lexicon
+        if self.uses_lexicon:
+            initial = self.uniform_lexicon()
+            if train_lexicon:
+                self.lexicon_logits = nn.Parameter(self._probabilities_to_logits(initial))
+            else:
+                self.register_buffer("lexicon", initial, persistent=True)
+
+    # ------------------------------------------------------------------ the lexicon matrix
+    def uniform_lexicon(self) -> torch.Tensor:
+        """Every source token spread evenly over the generatable target tokens (the placeholder before a lexicon is set)."""
+        matrix = torch.ones(self.source_vocab_size, self.target_vocab_size)
+        matrix[:, self.non_generatable_ids] = 0.0
+        return matrix / matrix.sum(-1, keepdim=True)
+
+    @staticmethod
+    def _probabilities_to_logits(matrix: torch.Tensor) -> torch.Tensor:
+        return matrix.clamp_min(1e-8).log()
+
+    def lexicon_matrix(self) -> torch.Tensor:
+        """L as probabilities, (|V_x|, |V_y|)."""
+        if not self.uses_lexicon:
+            raise ValueError("this head has lexical_mode='none': it has no lexicon")
+        if self.train_lexicon:
+            return self._lexicon_rows(torch.arange(self.source_vocab_size, device=self.lexicon_logits.device))
+        return self.lexicon
+
+    def set_lexicon(self, matrix: torch.Tensor) -> None:
+        """Store L after checking it is a lexicon for these vocabularies. Raises `ValueError` otherwise."""
+        if not self.uses_lexicon:
+            raise ValueError("lexical_mode='none' has no lexicon to set; use lexical_mode='lexical' or 'copy'")
+        matrix = torch.as_tensor(matrix, dtype=torch.float32)
+        expected = (self.source_vocab_size, self.target_vocab_size)
+        if tuple(matrix.shape) != expected:
+            raise ValueError(
+                f"lexicon matrix has shape {tuple(matrix.shape)} but the model's vocabularies need "
+                f"(source_vocab_size, target_vocab_size) = {expected}: was it built for another tokenizer?"
+            )
+        if not torch.isfinite(matrix).all() or (matrix < 0).any():
+            raise ValueError("lexicon matrix must be finite and non-negative")
+        row_sums = matrix.sum(-1)
+        bad_rows = (row_sums - 1).abs() > LEXICON_ROW_TOLERANCE
+        if bad_rows.any():
+            first = bad_rows.nonzero()[0].item()
+            raise ValueError(
+                f"lexicon rows must sum to 1; {int(bad_rows.sum())} do not (row {first} sums to {row_sums[first]:.4f})"
+            )
+        leaked = matrix[:, self.non_generatable_ids].sum()
+        if leaked > LEXICON_ROW_TOLERANCE:
+            raise ValueError(
+                f"lexicon puts mass {leaked:.4f} on non-generatable target ids {self.non_generatable_ids} (padding / "
+                "decoder start); these columns must be zero"
+            )
+        with torch.no_grad():
+            if self.train_lexicon:
+                self.lexicon_logits.copy_(self._probabilities_to_logits(matrix).to(self.lexicon_logits.device))
+            else:
+                self.lexicon.copy_(matrix.to(self.lexicon.device))
+
+    def _lexicon_rows(self, token_ids: torch.Tensor) -> torch.Tensor:
+        """L[token_ids] as probabilities; for a trainable lexicon only the needed rows are normalised."""
+        if not self.train_lexicon:
+            return self.lexicon[token_ids]
+        logits = self.lexicon_logits[token_ids]
+        logits = logits.index_fill(-1, self._non_generatable_index(logits.device), float("-inf"))
+        return logits.softmax(-1)
+
+    def _non_generatable_index(self, device) -> torch.Tensor:
+        return torch.tensor(self.non_generatable_ids, device=device, dtype=torch.long)
+
+    # ------------------------------------------------------------------ the mixture
+    def forward(
+        self,
+        features: torch.Tensor,
+        gate_features: torch.Tensor,
+        attention: torch.Tensor,
+        source_ids: torch.Tensor,
+    ) -> LexicalHeadOutput:
+        blocked = self._non_generatable_index(features.device)
+        write_logits = self.write_projection(self.output_dropout(features))
+        write_logits = write_logits.index_fill(-1, blocked, float("-inf"))
+        log_write = F.log_softmax(write_logits.float(), dim=-1)
+
+        if not self.uses_lexicon:
+            gate = torch.ones(log_write.shape[:-1], device=log_write.device, dtype=log_write.dtype)
+            return LexicalHeadOutput(log_probs=log_write, gate=gate)
+
+        # p_lex = α · L[x]: (B,T,S) @ (B,S,V) -> (B,T,V); a batched matmul, no (B,T,S,V) tensor.
+        lexicon_rows = self._lexicon_rows(source_ids).to(attention.dtype)
+        lexical_probs = torch.bmm(attention.float(), lexicon_rows.float())
+        # Where L puts no mass, floor log p_lex at log(tiny) rather than -inf: the mixture stays finite (no NaN
+        # gradients through logaddexp) and the floor adds at most |V|·1e-38 probability.
+        log_lexical = lexical_probs.clamp_min(torch.finfo(lexical_probs.dtype).tiny).log()
+
+        if self.gate_style == "sigmoid":
+            gate_logit = self.gate_projection(gate_features).squeeze(-1).float()
+            log_gate, log_one_minus_gate = F.logsigmoid(gate_logit), F.logsigmoid(-gate_logit)
+            log_probs = torch.logaddexp(
+                log_gate.unsqueeze(-1) + log_write, log_one_minus_gate.unsqueeze(-1) + log_lexical
+            )
+        else:  # copy_token: the last class of the write softmax is the reserved copy class
+            log_copy = log_write[..., -1]
+            log_probs = torch.logaddexp(log_write[..., :-1], log_copy.unsqueeze(-1) + log_lexical)
+            log_gate = torch.log1p(-log_copy.exp().clamp(max=1 - 1e-7))
+        log_probs = log_probs.index_fill(-1, blocked, float("-inf"))
+        return LexicalHeadOutput(log_probs=log_probs, gate=log_gate.exp(), lexical_log_probs=log_lexical)

@@ -1,0 +1,319 @@
+"""`LexicalSeq2SeqForConditionalGeneration`: a backbone (h_i, α_i) + the lexical translation head, native to transformers.
+
+Read top to bottom: the output dataclass, the pre-trained base (initialisation), then the model: forward (teacher
+forcing and cached decoding share one path), generation glue, and the lexicon plumbing (set / save / load).
+"""
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+import torch
+from safetensors import SafetensorError
+from torch import nn
+from torch.nn import functional as F
+from transformers import GenerationMixin, PreTrainedModel
+from transformers.utils import ModelOutput, logging
+
+from .backbones.lstm import LexicalEncoderOutput, LSTMDecoderCache, LSTMEncoderDecoder
+from .configuration_lexical import LexicalSeq2SeqConfig
+from .head import LexicalTranslationHead
+
+logger = logging.get_logger(__name__)
+
+LEXICON_FILE = "lexicon.json"
+
+
+@dataclass
+class LexicalSeq2SeqLMOutput(ModelOutput):
+    """Output of `LexicalSeq2SeqForConditionalGeneration.forward`.
+
+    Attributes:
+        loss: mean token-level negative log-likelihood of the mixture over labels that are not -100.
+        logits: (B, T, |V_y|) log-probabilities of the mixture (log-softmax is the identity on them, so they can be
+            used wherever logits are expected); -inf on ids that are never generated.
+        past_key_values: the decoder's recurrent state after the last position (when `use_cache`).
+        gate: (B, T) p_gate, the weight of the write distribution (1 − gate is the lexicon's share).
+        cross_attentions: one (B, T, S) tensor: the attention α used by the lexical head.
+        encoder_last_hidden_state: (B, S, H) encoder states.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    past_key_values: LSTMDecoderCache | None = None
+    gate: torch.FloatTensor | None = None
+    cross_attentions: tuple[torch.FloatTensor, ...] | None = None
+    encoder_last_hidden_state: torch.FloatTensor | None = None
+
+
+class LexicalSeq2SeqPreTrainedModel(PreTrainedModel):
+    config_class = LexicalSeq2SeqConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = False
+    _no_split_modules = []
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        # PyTorch's own initialisation for every layer (what the paper's code used); transformers would otherwise
+        # overwrite it with its normal(0, 0.02) default. The lexicon is data, not a weight: never re-initialised.
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.LSTM)):
+            module.reset_parameters()
+
+
+class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, GenerationMixin):
+    """Sequence-to-sequence model whose output layer is the lexical translation head.
+
+    Example:
+        ```python
+        >>> from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
+        >>> tok = LexicalTokenizer.from_texts(["dax", "lug"], ["RED", "BLUE"])
+        >>> config = LexicalSeq2SeqConfig(source_vocab_size=tok.source_vocab_size, target_vocab_size=tok.target_vocab_size)
+        >>> model = LexicalSeq2SeqForConditionalGeneration(config)
+        >>> batch = tok(["dax", "lug"], text_target=["RED", "BLUE"], return_tensors="pt")
+        >>> loss = model(**batch).loss
+        ```
+    """
+
+    def __init__(self, config: LexicalSeq2SeqConfig):
+        super().__init__(config)
+        if config.backbone != "lstm":
+            raise ValueError(f"unknown backbone {config.backbone!r}")
+        self.model = LSTMEncoderDecoder(config)
+        self.lexical_head = LexicalTranslationHead(
+            feature_size=self.model.feature_size,
+            gate_feature_size=self.model.gate_feature_size,
+            source_vocab_size=config.source_vocab_size,
+            target_vocab_size=config.target_vocab_size,
+            non_generatable_ids=config.non_generatable_token_ids,
+            lexical_mode=config.lexical_mode,
+            gate=config.gate,
+            train_lexicon=config.train_lexicon,
+            output_dropout=config.output_dropout,
+        )
+        self.lexicon = None  # the Lexicon artifact L was built from, if any (saved as lexicon.json)
+        self.post_init()
+        # max_new_tokens (not max_length) so that a caller's own max_new_tokens overrides it without a warning
+        self.generation_config.max_new_tokens = config.max_decode_length
+
+    # ------------------------------------------------------------------ transformers plumbing
+    def get_encoder(self, modality=None):
+        return self.model.encoder
+
+    def get_input_embeddings(self):
+        return self.model.encoder.embed_tokens
+
+    def get_output_embeddings(self):
+        return None  # the output layer is the lexical head, not a tied embedding matrix
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        # The decoder's state is recurrent (LSTMDecoderCache), not a key/value cache: forward creates it.
+        return False
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.LongTensor:
+        """Shift labels one step right, starting from the decoder start token (-100 becomes padding)."""
+        shifted = labels.new_full(labels.shape, self.config.pad_token_id)
+        shifted[:, 1:] = labels[:, :-1]
+        shifted[:, 0] = self.config.decoder_start_token_id
+        return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
+
+    # ------------------------------------------------------------------ forward
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: LexicalEncoderOutput | None = None,
+        past_key_values: LSTMDecoderCache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> LexicalSeq2SeqLMOutput:
+        r"""Teacher-forced scoring (with `labels` or `decoder_input_ids`) or one cached decoding step.
+
+        Args:
+            input_ids: (B, S) source ids, right-padded, each sequence non-empty.
+            attention_mask: (B, S) 1 for real source tokens. Defaults to `input_ids != pad_token_id`.
+            decoder_input_ids: (B, T) target-side inputs; built from `labels` when omitted.
+            encoder_outputs: a previous encoder output (generation reuses it).
+            past_key_values: the decoder state after the tokens already consumed; `decoder_input_ids` then holds
+                only the new tokens.
+            labels: (B, T) target ids; -100 positions are ignored by the loss.
+        """
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        if labels is not None:
+            self._check_labels(labels)
+            if decoder_input_ids is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        if decoder_input_ids is None:
+            raise ValueError("forward needs `decoder_input_ids` or `labels`")
+
+        if encoder_outputs is None:
+            if input_ids is None:
+                raise ValueError("forward needs `input_ids` (or precomputed `encoder_outputs`)")
+            attention_mask = self._check_source(input_ids, attention_mask)
+            encoder_outputs = self.model.encoder(input_ids, attention_mask)
+        elif attention_mask is None:
+            attention_mask = encoder_outputs.source_ids.ne(self.config.pad_token_id)
+
+        features, gate_features, attention, cache = self.model.decoder(
+            decoder_input_ids, encoder_outputs, attention_mask, past_key_values
+        )
+        self._warn_if_lexicon_unset()
+        head = self.lexical_head(features, gate_features, attention, encoder_outputs.source_ids)
+
+        loss = None
+        if labels is not None:
+            loss = F.nll_loss(head.log_probs.flatten(0, 1), labels.flatten(), ignore_index=-100)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"non-finite loss ({loss.item()}): check the learning rate, the inputs, and that no label is a "
+                    "token the head can never produce"
+                )
+        return LexicalSeq2SeqLMOutput(
+            loss=loss,
+            logits=head.log_probs,
+            past_key_values=cache if use_cache else None,
+            gate=head.gate,
+            cross_attentions=(attention,),
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+        )
+
+    def _check_source(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        if input_ids.dim() != 2 or input_ids.shape[1] == 0:
+            raise ValueError(f"input_ids must be a non-empty (batch, length) tensor, got shape {tuple(input_ids.shape)}")
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        attention_mask = attention_mask.long()
+        lengths = attention_mask.sum(-1)
+        if (lengths == 0).any():
+            empty = (lengths == 0).nonzero().flatten().tolist()
+            raise ValueError(f"empty source sequence(s) at batch index {empty}: every input needs at least one token")
+        if not torch.equal(attention_mask.cumprod(-1), attention_mask):
+            raise ValueError("attention_mask must be right-padded (1s then 0s): LexicalTokenizer pads on the right")
+        if (input_ids.min() < 0) or (input_ids.max() >= self.config.source_vocab_size):
+            raise ValueError(
+                f"input_ids must be in [0, {self.config.source_vocab_size}) (source_vocab_size), "
+                f"got min {input_ids.min().item()} max {input_ids.max().item()}: was it encoded with another tokenizer?"
+            )
+        return attention_mask
+
+    def _check_labels(self, labels: torch.Tensor) -> None:
+        real = labels[labels != -100]
+        if real.numel() and (real.min() < 0 or real.max() >= self.config.target_vocab_size):
+            raise ValueError(
+                f"labels must be -100 or in [0, {self.config.target_vocab_size}) (target_vocab_size), "
+                f"got min {real.min().item()} max {real.max().item()}"
+            )
+        blocked = torch.isin(real, torch.tensor(self.config.non_generatable_token_ids, device=labels.device))
+        if blocked.any():
+            raise ValueError(
+                f"labels contain ids {sorted(set(real[blocked].tolist()))} that the model never generates (padding / "
+                "decoder start): pad labels with -100 (DataCollatorForSeq2Seq does this)"
+            )
+
+    def _warn_if_lexicon_unset(self) -> None:
+        if self.lexical_head.uses_lexicon and self.config.lexicon_info is None:
+            logger.warning_once(
+                f"lexical_mode={self.config.lexical_mode!r} but no lexicon was set: L is uniform. Call "
+                "model.set_lexicon(lexicon, tokenizer) before training."
+            )
+
+    # ------------------------------------------------------------------ generation glue
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
+        """Feed only the tokens the cached decoder state has not consumed yet (all of them without a cache)."""
+        if past_key_values is not None:
+            input_ids = input_ids[:, past_key_values.get_seq_length() :]
+        return {
+            "decoder_input_ids": input_ids,
+            "past_key_values": past_key_values,
+            "encoder_outputs": kwargs.get("encoder_outputs"),
+            "attention_mask": attention_mask,
+            "use_cache": kwargs.get("use_cache"),
+        }
+
+    # ------------------------------------------------------------------ the lexicon
+    def set_lexicon(self, lexicon, tokenizer=None) -> None:
+        """Store L in the weights.
+
+        Args:
+            lexicon: a `lexical_hf.Lexicon` (then `tokenizer` is required and L = `lexicon.to_matrix(tokenizer)`,
+                with the temperature recorded in the lexicon) or a (|V_x|, |V_y|) row-stochastic tensor.
+            tokenizer: the `LexicalTokenizer` whose vocabularies index L.
+        """
+        if isinstance(lexicon, torch.Tensor):
+            self.lexical_head.set_lexicon(lexicon)
+            self.config.lexicon_info = {"source": "matrix"}
+            self.lexicon = None
+            return
+        if tokenizer is None:
+            raise ValueError("set_lexicon(Lexicon, tokenizer): the tokenizer is needed to index the lexicon")
+        if (tokenizer.source_vocab_size, tokenizer.target_vocab_size) != (
+            self.config.source_vocab_size,
+            self.config.target_vocab_size,
+        ):
+            raise ValueError(
+                f"tokenizer vocabularies ({tokenizer.source_vocab_size}, {tokenizer.target_vocab_size}) do not match the "
+                f"model's ({self.config.source_vocab_size}, {self.config.target_vocab_size})"
+            )
+        self.lexical_head.set_lexicon(lexicon.to_matrix(tokenizer))
+        self.config.lexicon_info = lexicon.config_summary()
+        self.config.lexicon_temperature = float(self.config.lexicon_info.get("temperature", 0.0) or 0.0)
+        self.lexicon = lexicon
+
+    def save_pretrained(self, save_directory, *args, push_to_hub: bool = False, **kwargs):
+        """Save weights, config and generation config, plus `lexicon.json` when the model carries a `Lexicon`.
+
+        Files are written to a staging folder inside `save_directory` and moved into place one by one with
+        `os.replace`, so an interrupted save never leaves a truncated file over a good one. With
+        `push_to_hub=True` the folder is then pushed with `push_to_hub(repo_id=..., token=..., private=...)`.
+        """
+        hub_kwargs = {key: kwargs.pop(key) for key in ("repo_id", "token", "private", "commit_message") if key in kwargs}
+        if not kwargs.get("is_main_process", True):
+            return None
+        os.makedirs(save_directory, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=save_directory, prefix=".staging-") as staging:
+            super().save_pretrained(staging, *args, **kwargs)
+            if self.lexicon is not None:
+                self.lexicon.save_pretrained(staging)
+            for name in sorted(os.listdir(staging)):
+                os.replace(os.path.join(staging, name), os.path.join(save_directory, name))
+        if push_to_hub:
+            repo_id = hub_kwargs.pop("repo_id", os.path.basename(os.path.abspath(save_directory)))
+            self.push_to_hub(repo_id, **hub_kwargs)
+        return None
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """Load strictly: a checkpoint with missing, unexpected or mis-shaped weights is an error, never a silently
+        re-initialised model (transformers' default only warns). `lexicon.json` is attached when present."""
+        wants_info = kwargs.pop("output_loading_info", False)
+        try:
+            model, info = super().from_pretrained(
+                pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs
+            )
+        except SafetensorError as error:
+            raise OSError(f"corrupt or truncated weights in {pretrained_model_name_or_path!r}: {error}") from error
+        problems = {key: sorted(map(str, info.get(key) or [])) for key in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+        problems = {key: value for key, value in problems.items() if value}
+        if problems:
+            raise ValueError(f"checkpoint {pretrained_model_name_or_path!r} does not match the model: {problems}")
+        if os.path.isdir(str(pretrained_model_name_or_path)) and os.path.isfile(
+            os.path.join(pretrained_model_name_or_path, LEXICON_FILE)
+        ):
+            from .lexicon import Lexicon  # the weights already hold L; this is the readable artifact beside them
+
+            model.lexicon = Lexicon.from_pretrained(pretrained_model_name_or_path)
+        return (model, info) if wants_info else model
+
+
+__all__ = [
+    "LexicalSeq2SeqForConditionalGeneration",
+    "LexicalSeq2SeqLMOutput",
+    "LexicalSeq2SeqPreTrainedModel",
+]

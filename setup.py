@@ -1,0 +1,48 @@
+"""Packaging for lexical_hf.
+
+Install torch first (``pip install torch==2.13.0`` on the project's CPU machines) so that pip never resolves the
+multi-GB CUDA wheels; the range below is satisfied by any recent torch already present.
+"""
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "lexical_hf" / "__init__.py").read_text()).group(1)
+
+setup(
+    name="lexical_hf",
+    version=VERSION,
+    description="The lexical translation mechanism (Akyürek & Andreas, ACL 2021) for Hugging Face transformers",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8") if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    license="MIT",
+    python_requires=">=3.11",
+    packages=find_packages(include=["lexical_hf", "lexical_hf.*", "dataset_scripts", "dataset_scripts.*"]),
+    package_data={"lexical_hf": ["*.json", "**/*.json", "**/*.md"], "dataset_scripts": ["*.md", "*.json"]},
+    include_package_data=True,
+    install_requires=[
+        "torch>=2.4",
+        "transformers>=5,<6",
+        "tokenizers>=0.20",
+        "datasets>=4",
+        "accelerate>=1.0",
+        "huggingface_hub>=1.0",
+        "safetensors>=0.4",
+        "numpy>=1.26",
+        "sacrebleu>=2.4",
+    ],
+    extras_require={
+        "plot": ["matplotlib>=3.7"],
+        "mt": ["jieba>=0.42", "sacremoses>=0.1"],
+        "test": ["pytest>=8", "pytest-timeout>=2", "hypothesis>=6", "matplotlib>=3.7", "jieba>=0.42", "sacremoses>=0.1"],
+    },
+    entry_points={"console_scripts": ["lexical-hf=lexical_hf.cli:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "License :: OSI Approved :: MIT License",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

@@ -1,0 +1,185 @@
+"""Invariants of the lexical translation head, tested directly (no backbone) and through the model."""
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from lexical_hf import LexicalTranslationHead
+from conftest import encode_batch, random_lexicon, small_model
+
+B, T, S, F_SIZE, VX, VY = 3, 5, 4, 8, 9, 7
+NON_GENERATABLE = [0, 1]
+
+
+def head_inputs(seed=0, padded=True):
+    generator = torch.Generator().manual_seed(seed)
+    features = torch.randn(B, T, F_SIZE, generator=generator)
+    gate_features = torch.randn(B, T, F_SIZE, generator=generator)
+    source_ids = torch.randint(2, VX, (B, S), generator=generator)
+    mask = torch.ones(B, S, dtype=torch.bool)
+    if padded:
+        mask[0, -2:] = False
+        source_ids[0, -2:] = 0
+    scores = torch.randn(B, T, S, generator=generator).masked_fill(~mask.unsqueeze(1), float("-inf"))
+    return features, gate_features, scores.softmax(-1), source_ids
+
+
+def make_head(mode="lexical", gate="sigmoid", train_lexicon=False, vx=VX, vy=VY, seed=0):
+    torch.manual_seed(seed)
+    head = LexicalTranslationHead(F_SIZE, F_SIZE, vx, vy, NON_GENERATABLE, mode, gate, train_lexicon)
+    if mode != "none":
+        head.set_lexicon(random_lexicon(vx, vy, NON_GENERATABLE, seed))
+    return head
+
+
+@pytest.mark.parametrize("mode,gate", [("none", "sigmoid"), ("lexical", "sigmoid"), ("lexical", "copy_token"),
+                                       ("copy", "sigmoid"), ("copy", "copy_token")])
+@pytest.mark.parametrize("train_lexicon", [False, True])
+def test_rows_sum_to_one_and_no_mass_on_non_generatable(mode, gate, train_lexicon):
+    head = make_head(mode, gate, train_lexicon)
+    out = head(*head_inputs())
+    probs = out.log_probs.exp()
+    torch.testing.assert_close(probs.sum(-1), torch.ones(B, T), atol=1e-5, rtol=0)
+    assert torch.all(probs[..., NON_GENERATABLE] == 0)
+    assert torch.all((out.gate >= 0) & (out.gate <= 1))
+
+
+def test_mixture_equals_hand_computed_sigmoid_gate():
+    head = make_head("lexical", "sigmoid")
+    features, gate_features, attention, source_ids = head_inputs()
+    out = head(features, gate_features, attention, source_ids)
+
+    logits = head.write_projection(features)
+    logits[..., NON_GENERATABLE] = float("-inf")
+    p_write = logits.softmax(-1)
+    p_lex = torch.einsum("bts,bsv->btv", attention, head.lexicon[source_ids])
+    gate = torch.sigmoid(head.gate_projection(gate_features))
+    expected = gate * p_write + (1 - gate) * p_lex
+    expected[..., NON_GENERATABLE] = 0
+    torch.testing.assert_close(out.log_probs.exp(), expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out.gate, gate.squeeze(-1))
+
+
+def test_copy_token_gate_moves_the_reserved_class_mass_onto_the_lexicon():
+    head = make_head("lexical", "copy_token")
+    features, gate_features, attention, source_ids = head_inputs()
+    out = head(features, gate_features, attention, source_ids)
+
+    logits = head.write_projection(features)
+    assert logits.shape[-1] == VY + 1  # one reserved class
+    logits[..., NON_GENERATABLE] = float("-inf")
+    s = logits.softmax(-1)
+    p_lex = torch.einsum("bts,bsv->btv", attention, head.lexicon[source_ids])
+    expected = s[..., :VY] + s[..., VY:] * p_lex
+    expected[..., NON_GENERATABLE] = 0
+    torch.testing.assert_close(out.log_probs.exp(), expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out.gate, 1 - s[..., VY], atol=1e-6, rtol=1e-5)
+
+
+def test_none_mode_is_a_plain_softmax_with_gate_one():
+    head = make_head("none")
+    features, gate_features, attention, source_ids = head_inputs()
+    out = head(features, gate_features, attention, source_ids)
+    logits = head.write_projection(features)
+    logits[..., NON_GENERATABLE] = float("-inf")
+    torch.testing.assert_close(out.log_probs, F.log_softmax(logits, -1))
+    assert torch.all(out.gate == 1)
+    assert head.gate_projection is None and not hasattr(head, "lexicon")
+
+
+def test_identity_lexicon_is_the_copy_mechanism():
+    """Shared vocabulary, L = I on generatable tokens: p_lex(w) = Σ_j α_j [x_j = w] (See et al. 2017)."""
+    vocab = 8
+    head = LexicalTranslationHead(F_SIZE, F_SIZE, vocab, vocab, NON_GENERATABLE, "copy", "sigmoid")
+    identity = torch.eye(vocab)
+    identity[NON_GENERATABLE] = 0
+    identity[NON_GENERATABLE, 3] = 1  # padding / start rows point at <unk>; never attended
+    head.set_lexicon(identity)
+    features, gate_features, attention, _ = head_inputs()
+    source_ids = torch.tensor([[4, 5, 0, 0], [6, 6, 7, 2], [2, 3, 4, 5]])
+    attention = attention.clone()
+    attention[0, :, 2:] = 0
+    attention = attention / attention.sum(-1, keepdim=True)
+    out = head(features, gate_features, attention, source_ids)
+
+    copy = torch.zeros(B, T, vocab)
+    for b in range(B):
+        for j in range(S):
+            copy[b, :, source_ids[b, j]] += attention[b, :, j]
+    gate = torch.sigmoid(head.gate_projection(gate_features))
+    logits = head.write_projection(features)
+    logits[..., NON_GENERATABLE] = float("-inf")
+    expected = gate * logits.softmax(-1) + (1 - gate) * copy
+    torch.testing.assert_close(out.log_probs.exp(), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_zero_attention_mass_on_padding_reaches_no_lexicon_row():
+    """A padded source position (α = 0) contributes nothing, whatever its lexicon row says."""
+    head = make_head("lexical")
+    features, gate_features, attention, source_ids = head_inputs(padded=True)
+    base = head(features, gate_features, attention, source_ids).log_probs
+    other = source_ids.clone()
+    other[0, -2:] = 5  # change what sits under the padding
+    torch.testing.assert_close(head(features, gate_features, attention, other).log_probs, base)
+
+
+@pytest.mark.parametrize("gate", ["sigmoid", "copy_token"])
+def test_gradients_reach_gate_encoder_decoder_and_trainable_lexicon(toy_tokenizer, toy_data, gate):
+    model = small_model(toy_tokenizer, lexical_mode="lexical", gate=gate, train_lexicon=True).train()
+    model.set_lexicon(random_lexicon(toy_tokenizer.source_vocab_size, toy_tokenizer.target_vocab_size))
+    model(**encode_batch(toy_tokenizer, toy_data[:6])).loss.backward()
+    gate_param = model.lexical_head.gate_projection.weight if gate == "sigmoid" else model.lexical_head.write_projection.weight
+    for name, param in [
+        ("gate", gate_param),
+        ("encoder", model.model.encoder.lstm.weight_ih_l0),
+        ("encoder embeddings", model.model.encoder.embed_tokens.weight),
+        ("decoder", model.model.decoder.lstm.weight_hh_l0),
+        ("attention", model.model.decoder.attention_query.weight),
+        ("lexicon", model.lexical_head.lexicon_logits),
+    ]:
+        assert param.grad is not None and param.grad.abs().sum() > 0, f"no gradient reaches the {name}"
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_frozen_lexicon_does_not_change_in_a_training_step(toy_tokenizer, toy_data):
+    model = small_model(toy_tokenizer, lexical_mode="lexical").train()
+    model.set_lexicon(random_lexicon(toy_tokenizer.source_vocab_size, toy_tokenizer.target_vocab_size))
+    before = model.lexical_head.lexicon.clone()
+    assert "lexical_head.lexicon" not in dict(model.named_parameters())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.1)
+    model(**encode_batch(toy_tokenizer, toy_data[:6])).loss.backward()
+    optimizer.step()
+    assert torch.equal(model.lexical_head.lexicon, before)
+
+
+def test_trainable_lexicon_changes_and_stays_row_stochastic(toy_tokenizer, toy_data):
+    model = small_model(toy_tokenizer, lexical_mode="lexical", train_lexicon=True).train()
+    model.set_lexicon(random_lexicon(toy_tokenizer.source_vocab_size, toy_tokenizer.target_vocab_size))
+    before = model.lexical_head.lexicon_matrix().detach().clone()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.1)
+    model(**encode_batch(toy_tokenizer, toy_data[:6])).loss.backward()
+    optimizer.step()
+    after = model.lexical_head.lexicon_matrix().detach()
+    assert not torch.allclose(after, before)
+    torch.testing.assert_close(after.sum(-1), torch.ones(after.shape[0]))
+    assert torch.all(after[:, NON_GENERATABLE] == 0)
+
+
+@pytest.mark.parametrize(
+    "matrix_fn,message",
+    [
+        (lambda: torch.full((VX + 1, VY), 1.0 / VY), "shape"),
+        (lambda: torch.full((VX, VY), 0.5), "sum to 1"),
+        (lambda: torch.eye(VX, VY)[:, :] * 0 + torch.nn.functional.one_hot(torch.zeros(VX, dtype=torch.long), VY).float(), "non-generatable"),
+        (lambda: torch.full((VX, VY), float("nan")), "finite"),
+    ],
+)
+def test_set_lexicon_rejects_bad_matrices(matrix_fn, message):
+    head = make_head("lexical")
+    with pytest.raises(ValueError, match=message):
+        head.set_lexicon(matrix_fn())
+
+
+def test_none_mode_has_no_lexicon_to_set():
+    with pytest.raises(ValueError, match="none"):
+        make_head("none").set_lexicon(torch.ones(VX, VY) / VY)

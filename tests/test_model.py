@@ -1,0 +1,243 @@
+"""Model-level behaviour: cached decoding, generate(), save/load, input validation."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import lexical_hf
+from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration
+from lexical_hf.backbones.lstm import LSTMDecoderCache
+from conftest import encode_batch, random_lexicon, small_model
+
+CONFIGS = {
+    "lexical-sigmoid": dict(lexical_mode="lexical", gate="sigmoid"),
+    "lexical-copy_token-bidirectional": dict(lexical_mode="lexical", gate="copy_token", bidirectional_encoder=True),
+    "none": dict(lexical_mode="none"),
+}
+
+
+def lexical_model(tokenizer, seed=0, **overrides):
+    model = small_model(tokenizer, seed=seed, **overrides)
+    if model.config.lexical_mode != "none":
+        model.set_lexicon(random_lexicon(tokenizer.source_vocab_size, tokenizer.target_vocab_size, seed=seed))
+    return model
+
+
+def peaky(model, scale=3.0, eos_penalty=4.0):
+    """A random model is near-uniform and stops at once; sharper weights and a late </s> give long, diverse beams,
+    which are what exercise the state reorder."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(scale)
+        model.lexical_head.write_projection.bias[model.config.eos_token_id] -= eos_penalty
+    return model
+
+
+def sequence_log_probs(model, input_ids, attention_mask, sequences, eos_id=2, pad_id=0):
+    """Σ log p of each generated sequence (after the start token, up to and including </s>) by teacher forcing."""
+    labels = sequences[:, 1:].clone()
+    finished = torch.cumsum((labels == eos_id).long(), -1)
+    after_eos = (finished - (labels == eos_id).long()) > 0
+    labels[after_eos | (labels == pad_id)] = -100
+    with torch.no_grad():
+        log_probs = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=sequences[:, :-1]).logits
+    picked = log_probs.gather(-1, labels.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+    return torch.where(labels != -100, picked, torch.zeros_like(picked)).sum(-1)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_cached_stepwise_decoding_equals_teacher_forcing(toy_tokenizer, toy_data, name):
+    model = lexical_model(toy_tokenizer, **CONFIGS[name])
+    batch = encode_batch(toy_tokenizer, toy_data[5:9])
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(batch["labels"])
+    with torch.no_grad():
+        full = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     decoder_input_ids=decoder_input_ids).logits
+        encoder_outputs = model.get_encoder()(batch["input_ids"], batch["attention_mask"])
+        cache, steps = None, []
+        for i in range(decoder_input_ids.shape[1]):
+            out = model(encoder_outputs=encoder_outputs, attention_mask=batch["attention_mask"],
+                        decoder_input_ids=decoder_input_ids[:, i : i + 1], past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            steps.append(out.logits)
+    assert isinstance(cache, LSTMDecoderCache) and cache.get_seq_length() == decoder_input_ids.shape[1]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_generate_with_and_without_cache_agree(toy_tokenizer, toy_data, name, num_beams):
+    model = lexical_model(toy_tokenizer, **CONFIGS[name])
+    batch = encode_batch(toy_tokenizer, toy_data[:7])
+    kwargs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=8,
+                  num_beams=num_beams, do_sample=False)
+    cached = model.generate(**kwargs, use_cache=True)
+    uncached = model.generate(**kwargs, use_cache=False)
+    assert torch.equal(cached, uncached)
+
+
+def test_greedy_generate_equals_a_manual_argmax_loop(toy_tokenizer, toy_data):
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
+    batch = encode_batch(toy_tokenizer, toy_data[:5])
+    generated = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6,
+                               num_beams=1, do_sample=False)
+    sequences = torch.full((5, 1), model.config.decoder_start_token_id)
+    done = torch.zeros(5, dtype=torch.bool)
+    with torch.no_grad():
+        for _ in range(6):  # no cache at all: re-score the whole prefix each step
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                           decoder_input_ids=sequences).logits[:, -1]
+            next_ids = logits.argmax(-1).masked_fill(done, model.config.pad_token_id)
+            sequences = torch.cat([sequences, next_ids[:, None]], 1)
+            done |= next_ids == model.config.eos_token_id
+            if done.all():
+                break
+    assert torch.equal(generated, sequences[:, : generated.shape[1]])
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_beam_scores_are_the_models_own_log_probabilities(toy_tokenizer, toy_data, name):
+    model = peaky(lexical_model(toy_tokenizer, **CONFIGS[name]))
+    batch = encode_batch(toy_tokenizer, toy_data[:6])
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, num_beams=4,
+                         length_penalty=0.0, output_scores=True, return_dict_in_generate=True)
+    rescored = sequence_log_probs(model, batch["input_ids"], batch["attention_mask"], out.sequences)
+    torch.testing.assert_close(out.sequences_scores, rescored, atol=1e-4, rtol=1e-4)
+    greedy = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6)
+    greedy_scores = sequence_log_probs(model, batch["input_ids"], batch["attention_mask"], greedy)
+    assert torch.all(out.sequences_scores >= greedy_scores - 1e-4), "beam search found worse sequences than greedy"
+    assert (out.sequences != model.config.pad_token_id).sum(-1).float().mean() > 3, "beams too short to test reordering"
+
+
+def test_a_wrong_beam_reorder_is_caught(toy_tokenizer, toy_data, monkeypatch):
+    """The score check above must fail when the recurrent state is not reordered with the beams."""
+    model = peaky(lexical_model(toy_tokenizer, seed=3, **CONFIGS["lexical-sigmoid"]))
+    batch = encode_batch(toy_tokenizer, toy_data[:6])
+    monkeypatch.setattr(LSTMDecoderCache, "reorder_cache", lambda self, beam_idx: None)
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, num_beams=4,
+                         length_penalty=0.0, output_scores=True, return_dict_in_generate=True)
+    rescored = sequence_log_probs(model, batch["input_ids"], batch["attention_mask"], out.sequences)
+    assert not torch.allclose(out.sequences_scores, rescored, atol=1e-4, rtol=1e-4)
+
+
+def test_generate_batched_equals_one_by_one(toy_tokenizer, toy_data):
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
+    pairs = [toy_data[0], toy_data[30], toy_data[7]]  # different lengths: padding must not leak
+    batch = encode_batch(toy_tokenizer, pairs)
+    together = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, num_beams=3)
+    texts = toy_tokenizer.batch_decode(together, skip_special_tokens=True)
+    for pair, text in zip(pairs, texts):
+        single = encode_batch(toy_tokenizer, [pair])
+        alone = model.generate(single["input_ids"], max_new_tokens=6, num_beams=3)
+        assert toy_tokenizer.decode(alone[0], skip_special_tokens=True) == text
+
+
+def test_save_and_load_round_trip_is_strict_and_bit_exact_in_a_fresh_process(toy_tokenizer, toy_data, tmp_path):
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
+    model.save_pretrained(tmp_path)
+    toy_tokenizer.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "lexical_seq2seq"
+    assert "lexicon" not in json.loads((tmp_path / "config.json").read_text())  # L lives in the weights only
+    batch = encode_batch(toy_tokenizer, toy_data[:4])
+    expected = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, num_beams=2)
+    torch.save({"state": model.state_dict(), "batch": dict(batch), "expected": expected}, tmp_path / "reference.pt")
+
+    script = textwrap.dedent(f"""
+        import torch, lexical_hf
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+        model, info = AutoModelForSeq2SeqLM.from_pretrained({str(tmp_path)!r}, output_loading_info=True)
+        tok = AutoTokenizer.from_pretrained({str(tmp_path)!r})
+        assert type(model).__name__ == "LexicalSeq2SeqForConditionalGeneration", type(model)
+        assert type(tok).__name__ == "LexicalTokenizer", type(tok)
+        assert not info["missing_keys"] and not info["unexpected_keys"], info
+        ref = torch.load({str(tmp_path / "reference.pt")!r})
+        state = model.state_dict()
+        assert state.keys() == ref["state"].keys(), set(state) ^ set(ref["state"])
+        for key, value in ref["state"].items():
+            assert torch.equal(state[key], value), key
+        batch = ref["batch"]
+        out = model.eval().generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, num_beams=2)
+        assert torch.equal(out, ref["expected"])
+        print("ROUNDTRIP-OK")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert "ROUNDTRIP-OK" in result.stdout, result.stderr[-3000:]
+
+
+def test_loading_a_partial_or_corrupt_checkpoint_is_an_error(toy_tokenizer, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
+    model.save_pretrained(tmp_path)
+    weights = load_file(tmp_path / "model.safetensors")
+    weights.pop("lexical_head.lexicon")
+    save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="lexical_head.lexicon"):
+        LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"\x10\x00\x00\x00garbage")
+    with pytest.raises(OSError, match="corrupt or truncated"):
+        LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
+
+
+def test_save_replaces_files_without_leaving_staging_folders(toy_tokenizer, tmp_path):
+    model = lexical_model(toy_tokenizer)
+    model.save_pretrained(tmp_path)
+    model.save_pretrained(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "generation_config.json", "model.safetensors"]
+
+
+def test_clear_errors_for_bad_inputs(toy_tokenizer, toy_data):
+    model = lexical_model(toy_tokenizer)
+    batch = encode_batch(toy_tokenizer, toy_data[:3])
+    with pytest.raises(ValueError, match="shape"):
+        model.set_lexicon(torch.full((toy_tokenizer.source_vocab_size + 2, toy_tokenizer.target_vocab_size), 0.1))
+    bad_labels = batch["labels"].clone()
+    bad_labels[0, 0] = toy_tokenizer.target_vocab_size + 5
+    with pytest.raises(ValueError, match="labels must be"):
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=bad_labels)
+    pad_labels = batch["labels"].clone()
+    pad_labels[0, 0] = toy_tokenizer.pad_token_id
+    with pytest.raises(ValueError, match="-100"):
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=pad_labels)
+    with pytest.raises(ValueError, match="non-empty"):
+        model(input_ids=torch.zeros(2, 0, dtype=torch.long), labels=batch["labels"][:2])
+    empty_row = batch["attention_mask"].clone()
+    empty_row[1] = 0
+    with pytest.raises(ValueError, match="empty source"):
+        model(input_ids=batch["input_ids"], attention_mask=empty_row, labels=batch["labels"])
+    with pytest.raises(ValueError, match="source_vocab_size"):
+        model(input_ids=batch["input_ids"] + 100, labels=batch["labels"])
+    left_padded = batch["attention_mask"].flip(-1)
+    if not torch.equal(left_padded, batch["attention_mask"]):
+        with pytest.raises(ValueError, match="right-padded"):
+            model(input_ids=batch["input_ids"], attention_mask=left_padded, labels=batch["labels"])
+
+
+def test_set_lexicon_rejects_a_tokenizer_of_other_vocabularies(toy_tokenizer):
+    other = lexical_hf.LexicalTokenizer.from_texts(["a b"], ["A"])
+
+    class FakeLexicon:
+        def to_matrix(self, tokenizer):
+            raise AssertionError("must fail before building the matrix")
+
+    with pytest.raises(ValueError, match="do not match"):
+        lexical_model(toy_tokenizer).set_lexicon(FakeLexicon(), other)
+
+
+def test_default_config_builds_a_working_model():
+    model = LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqConfig()).eval()
+    ids = torch.tensor([[5, 6, 2], [7, 2, 0]])
+    out = model.generate(ids, attention_mask=ids.ne(0), max_new_tokens=4, num_beams=2)
+    assert out.shape[0] == 2 and out[:, 0].eq(model.config.decoder_start_token_id).all()
+
+
+def test_non_finite_loss_is_an_error(toy_tokenizer, toy_data):
+    model = lexical_model(toy_tokenizer)
+    with torch.no_grad():
+        model.lexical_head.write_projection.weight.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="non-finite loss"):
+        model(**encode_batch(toy_tokenizer, toy_data[:3]))

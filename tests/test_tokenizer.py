@@ -1,0 +1,86 @@
+"""LexicalTokenizer: two vocabularies used the transformers way."""
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import AutoTokenizer, DataCollatorForSeq2Seq
+
+import lexical_hf  # noqa: F401  (registers the Auto classes)
+from lexical_hf import LexicalTokenizer
+
+
+@pytest.fixture()
+def tokenizer():
+    return LexicalTokenizer.from_texts(["jump twice", "walk left", "walk"], ["I_JUMP I_JUMP", "I_TURN_LEFT I_WALK", "I_WALK"])
+
+
+def test_separate_vocabularies_share_the_special_ids(tokenizer):
+    assert set(tokenizer.source_vocab) - {"<pad>", "<s>", "</s>", "<unk>"} == {"jump", "twice", "walk", "left"}
+    assert set(tokenizer.target_vocab) - {"<pad>", "<s>", "</s>", "<unk>"} == {"I_JUMP", "I_TURN_LEFT", "I_WALK"}
+    for side in (tokenizer.source_vocab, tokenizer.target_vocab):
+        assert [side[t] for t in ("<pad>", "<s>", "</s>", "<unk>")] == [0, 1, 2, 3]
+    assert (tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id) == (0, 1, 2)
+    # frequency order, ties alphabetical: walk (2) first
+    assert tokenizer.source_vocab["walk"] == 4
+
+
+def test_text_target_gives_inputs_and_labels(tokenizer):
+    enc = tokenizer(["walk left", "jump"], text_target=["I_TURN_LEFT I_WALK", "I_JUMP"])
+    s, t = tokenizer.source_vocab, tokenizer.target_vocab
+    assert enc["input_ids"] == [[s["walk"], s["left"], 2], [s["jump"], 2]]
+    assert enc["attention_mask"] == [[1, 1, 1], [1, 1]]
+    assert enc["labels"] == [[t["I_TURN_LEFT"], t["I_WALK"], 2], [t["I_JUMP"], 2]]
+    padded = tokenizer(["walk left", "jump"], text_target=["I_WALK", "I_JUMP I_JUMP"], padding=True, return_tensors="pt")
+    assert padded["input_ids"].shape == (2, 3) and padded["labels"].shape == (2, 3)
+    assert padded["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+
+
+def test_batch_decode_returns_target_strings(tokenizer):
+    t = tokenizer.target_vocab
+    generated = torch.tensor([[1, t["I_JUMP"], t["I_JUMP"], 2, 0], [1, t["I_WALK"], 2, 0, 0]])
+    assert tokenizer.batch_decode(generated, skip_special_tokens=True) == ["I_JUMP I_JUMP", "I_WALK"]
+    assert tokenizer.decode([t["I_WALK"], -100]) == "I_WALK"
+    s = tokenizer.source_vocab
+    assert tokenizer.decode_source([s["walk"], s["left"], 2]) == "walk left"
+
+
+def test_unknown_words_become_unk_and_are_reported(tokenizer):
+    enc = tokenizer(["walk around", "crawl"], text_target=["I_FLY", "I_WALK"])
+    assert enc["input_ids"][0][1] == tokenizer.unk_token_id and enc["input_ids"][1][0] == tokenizer.unk_token_id
+    assert enc["labels"][0][0] == tokenizer.unk_token_id
+    assert tokenizer.unknown_token_counts["source"] == {"around": 1, "crawl": 1}
+    assert tokenizer.unknown_token_counts["target"] == {"I_FLY": 1}
+
+
+def test_from_dataset_and_auto_tokenizer_round_trip(tmp_path):
+    data = Dataset.from_dict({"source": ["dax fep", "lug"], "target": ["RED RED RED", "BLUE"]})
+    tok = LexicalTokenizer.from_dataset(data)
+    tok.save_pretrained(tmp_path)
+    assert (tmp_path / "source_tokenizer.json").exists() and (tmp_path / "target_tokenizer.json").exists()
+    from lexical_hf import LexicalSeq2SeqConfig
+
+    LexicalSeq2SeqConfig(source_vocab_size=tok.source_vocab_size, target_vocab_size=tok.target_vocab_size).save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert isinstance(loaded, LexicalTokenizer)
+    assert loaded.source_vocab == tok.source_vocab and loaded.target_vocab == tok.target_vocab
+    assert loaded(["dax fep"], text_target=["RED"]) == tok(["dax fep"], text_target=["RED"])
+
+
+def test_from_dataset_errors():
+    with pytest.raises(ValueError, match="no column"):
+        LexicalTokenizer.from_dataset(Dataset.from_dict({"src": ["a"], "target": ["b"]}))
+    with pytest.raises(ValueError, match="empty"):
+        LexicalTokenizer.from_dataset(Dataset.from_dict({"source": [], "target": []}))
+
+
+def test_data_collator_pads_labels_with_minus_100(tokenizer):
+    enc = tokenizer(["walk left", "jump"], text_target=["I_TURN_LEFT I_WALK", "I_JUMP"])
+    features = [{key: enc[key][i] for key in enc} for i in range(2)]
+    batch = DataCollatorForSeq2Seq(tokenizer)(features)
+    assert batch["labels"].tolist()[1] == [tokenizer.target_vocab["I_JUMP"], 2, -100]
+    assert batch["input_ids"].tolist()[1][-1] == 0
+
+
+def test_vocabularies_are_fixed(tokenizer):
+    with pytest.raises(NotImplementedError, match="fixed"):
+        tokenizer.add_tokens(["crawl"])
