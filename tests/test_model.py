@@ -241,3 +241,20 @@ def test_non_finite_loss_is_an_error(toy_tokenizer, toy_data):
         model.lexical_head.write_projection.weight.fill_(float("nan"))
     with pytest.raises(FloatingPointError, match="non-finite loss"):
         model(**encode_batch(toy_tokenizer, toy_data[:3]))
+
+
+def test_lstm_step_matches_torch_lstm(toy_tokenizer, toy_data):
+    """The decoder's hand-written recurrence (forward) is exactly nn.LSTM's arithmetic on the same weights."""
+    model = lexical_model(toy_tokenizer, num_layers=2)
+    decoder = model.model.decoder
+    batch = encode_batch(toy_tokenizer, toy_data[:3])
+    encoder_outputs = model.get_encoder()(batch["input_ids"], batch["attention_mask"])
+    cache = decoder.initial_cache(encoder_outputs)
+    cache.feed = torch.randn_like(cache.feed)
+    tokens = torch.tensor([[4], [5], [6]])
+    with torch.no_grad():
+        *_, new_cache = decoder(tokens, encoder_outputs, batch["attention_mask"], cache)
+        step_input = torch.cat([decoder.embed_tokens(tokens[:, 0]), cache.feed], -1).unsqueeze(1)
+        _, (expected_h, expected_c) = decoder.lstm(step_input, (cache.hidden, cache.cell))
+    torch.testing.assert_close(new_cache.hidden, expected_h, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(new_cache.cell, expected_c, atol=1e-6, rtol=1e-5)

@@ -116,9 +116,20 @@ class LSTMEncoder(nn.Module):
 
 
 class LSTMAttentionDecoder(nn.Module):
+    """Attentional LSTM decoder with input feeding.
+
+    The LSTM's weights live in a standard `nn.LSTM` (same parameter names and initialisation as PyTorch's), but the
+    recurrence is computed here, one step at a time, because input feeding makes every step depend on the previous
+    step's attention output. Doing it by hand lets the embedding half of layer 0's input projection run once for all
+    steps (one large matmul) and merges each layer's remaining input and recurrent projections into one matmul per
+    step; `test_lstm_step_matches_torch_lstm` checks the arithmetic against `nn.LSTM`.
+    """
+
     def __init__(self, config):
         super().__init__()
         hidden = config.hidden_size
+        self.embedding_size = config.embedding_size
+        self.num_layers = config.num_layers
         self.embed_tokens = nn.Embedding(config.target_vocab_size, config.embedding_size, config.pad_token_id)
         self.dropout = nn.Dropout(config.dropout)
         self.lstm = nn.LSTM(
@@ -137,6 +148,20 @@ class LSTMAttentionDecoder(nn.Module):
         feed = hidden.new_zeros(hidden.shape[1], hidden.shape[2])
         return LSTMDecoderCache(hidden, cell, feed, 0)
 
+    def _layer_weights(self, layer: int):
+        """(input weight for the embedding part or None, merged [input | recurrent] weight, summed bias)."""
+        w_ih, w_hh = getattr(self.lstm, f"weight_ih_l{layer}"), getattr(self.lstm, f"weight_hh_l{layer}")
+        bias = getattr(self.lstm, f"bias_ih_l{layer}") + getattr(self.lstm, f"bias_hh_l{layer}")
+        if layer == 0:  # input = [embedding; feed]: the embedding part is projected for all steps at once
+            return w_ih[:, : self.embedding_size], torch.cat([w_ih[:, self.embedding_size :], w_hh], 1), bias
+        return None, torch.cat([w_ih, w_hh], 1), bias
+
+    @staticmethod
+    def _cell(gates: torch.Tensor, cell: torch.Tensor):
+        input_gate, forget_gate, candidate, output_gate = gates.chunk(4, dim=-1)  # PyTorch's gate order
+        cell = torch.sigmoid(forget_gate) * cell + torch.sigmoid(input_gate) * torch.tanh(candidate)
+        return torch.sigmoid(output_gate) * torch.tanh(cell), cell
+
     def forward(
         self,
         decoder_input_ids: torch.LongTensor,
@@ -153,27 +178,43 @@ class LSTMAttentionDecoder(nn.Module):
             cache = self.initial_cache(encoder_outputs)
         memory = encoder_outputs.last_hidden_state  # (B, S, H)
         # score_j = (W_att h)·e_j = h·(W_attᵀ e_j): project the memory once instead of the query at every step.
-        keys = memory @ self.attention_query.weight  # (B, S, H)
-        padding = ~attention_mask.bool().unsqueeze(1)  # (B, 1, S)
+        keys = (memory @ self.attention_query.weight).transpose(1, 2)  # (B, H, S)
+        padding = ~attention_mask.bool()  # (B, S)
 
+        weights = [self._layer_weights(layer) for layer in range(self.num_layers)]
         embedded = self.dropout(self.embed_tokens(decoder_input_ids))  # (B, T, E)
-        state, feed = (cache.hidden, cache.cell), cache.feed
-        outputs, hiddens, attentions = [], [], []
+        w_embedding, _, bias0 = weights[0]
+        embedding_gates = torch.nn.functional.linear(embedded, w_embedding, bias0)  # (B, T, 4H), all steps at once
+        between_layers = self.lstm.dropout if self.training else 0.0
+
+        hidden, cell = list(cache.hidden.unbind(0)), list(cache.cell.unbind(0))
+        feed = cache.feed
+        outputs, tops, attentions = [], [], []
         for step in range(decoder_input_ids.shape[1]):
-            step_input = torch.cat([embedded[:, step], feed], dim=-1).unsqueeze(1)
-            hidden, state = self.lstm(step_input, state)  # hidden: (B, 1, H)
-            scores = torch.bmm(hidden, keys.transpose(1, 2)).masked_fill(padding, float("-inf"))
-            attention = scores.softmax(-1)  # (B, 1, S)
-            context = torch.bmm(attention, memory)  # (B, 1, H)
-            feed = self.dropout(self.combine(torch.cat([context, hidden], dim=-1))).squeeze(1)
+            layer_input = feed
+            for layer, (_, w_merged, bias) in enumerate(weights):
+                if layer == 0:
+                    gates = torch.addmm(embedding_gates[:, step], torch.cat([feed, hidden[0]], 1), w_merged.t())
+                else:
+                    layer_input = nn.functional.dropout(layer_input, between_layers, self.training)
+                    gates = torch.addmm(bias, torch.cat([layer_input, hidden[layer]], 1), w_merged.t())
+                hidden[layer], cell[layer] = self._cell(gates, cell[layer])
+                layer_input = hidden[layer]
+            top = layer_input  # h_i: (B, H)
+            scores = torch.bmm(top.unsqueeze(1), keys).squeeze(1).masked_fill(padding, float("-inf"))
+            attention = scores.softmax(-1)  # (B, S)
+            context = torch.bmm(attention.unsqueeze(1), memory).squeeze(1)  # (B, H)
+            feed = self.dropout(self.combine(torch.cat([context, top], dim=-1)))
             outputs.append(feed)
-            hiddens.append(hidden)
+            tops.append(top)
             attentions.append(attention)
 
         features = torch.stack(outputs, dim=1)
-        gate_features = torch.cat(hiddens, dim=1)
-        attention = torch.cat(attentions, dim=1)
-        new_cache = LSTMDecoderCache(state[0], state[1], feed, cache.seq_length + decoder_input_ids.shape[1])
+        gate_features = torch.stack(tops, dim=1)
+        attention = torch.stack(attentions, dim=1)
+        new_cache = LSTMDecoderCache(
+            torch.stack(hidden), torch.stack(cell), feed, cache.seq_length + decoder_input_ids.shape[1]
+        )
         return features, gate_features, attention, new_cache
 
 
