@@ -20,8 +20,9 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     python_requires=">=3.11",
-    packages=find_packages(include=["lexical_hf", "lexical_hf.*", "dataset_scripts", "dataset_scripts.*"]),
-    package_data={"lexical_hf": ["*.json", "**/*.json", "**/*.md"], "dataset_scripts": ["*.md", "*.json"]},
+    packages=find_packages(include=["lexical_hf", "lexical_hf.*", "dataset_scripts", "dataset_scripts.*", "model_cards"]),
+    package_data={"lexical_hf": ["*.json", "**/*.json", "**/*.md"], "dataset_scripts": ["*.md", "*.json"],
+                  "model_cards": ["*.md"]},
     include_package_data=True,
     install_requires=[
         "torch>=2.4",

@@ -8,8 +8,10 @@ __version__ = "0.1.0"
 
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
 
+from .benchmarks import list_benchmarks, load_benchmark
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .head import LexicalHeadOutput, LexicalTranslationHead
+from .lexicon import Lexicon, apply_lexicon, learn_lexicon
 from .modeling_lexical import LexicalSeq2SeqForConditionalGeneration, LexicalSeq2SeqLMOutput
 from .tokenization_lexical import LexicalTokenizer
 
@@ -18,6 +20,7 @@ AutoModelForSeq2SeqLM.register(LexicalSeq2SeqConfig, LexicalSeq2SeqForConditiona
 AutoTokenizer.register(LexicalSeq2SeqConfig, tokenizer_class=LexicalTokenizer, exist_ok=True)
 
 __all__ = [
+    "Lexicon",
     "LexicalHeadOutput",
     "LexicalSeq2SeqConfig",
     "LexicalSeq2SeqForConditionalGeneration",
@@ -25,4 +28,8 @@ __all__ = [
     "LexicalTokenizer",
     "LexicalTranslationHead",
     "__version__",
+    "apply_lexicon",
+    "learn_lexicon",
+    "list_benchmarks",
+    "load_benchmark",
 ]

@@ -14,6 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.utils import ModelOutput, logging
+from transformers.utils.hub import cached_file, resolve_revision
 
 from .backbones.lstm import LexicalEncoderOutput, LSTMDecoderCache, LSTMEncoderDecoder
 from .configuration_lexical import LexicalSeq2SeqConfig
@@ -93,8 +94,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         )
         self.lexicon = None  # the Lexicon artifact L was built from, if any (saved as lexicon.json)
         self.post_init()
-        # max_new_tokens (not max_length) so that a caller's own max_new_tokens overrides it without a warning
-        self.generation_config.max_new_tokens = config.max_decode_length
+        # max_length counts the decoder start token; Seq2SeqTrainer pads predictions to it
+        self.generation_config.max_length = config.max_decode_length + 1
 
     # ------------------------------------------------------------------ transformers plumbing
     def get_encoder(self, modality=None):
@@ -291,8 +292,19 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
         """Load strictly: a checkpoint with missing, unexpected or mis-shaped weights is an error, never a silently
-        re-initialised model (transformers' default only warns). `lexicon.json` is attached when present."""
+        re-initialised model (transformers' default only warns). `lexicon.json` is attached when present, from the
+        same folder or the same Hub revision as the weights."""
         wants_info = kwargs.pop("output_loading_info", False)
+        hub_kwargs = {k: kwargs[k] for k in ("cache_dir", "token", "local_files_only", "force_download", "proxies", "subfolder") if k in kwargs}
+        revision = kwargs.pop("revision", None)
+        if not os.path.isdir(str(pretrained_model_name_or_path)):
+            # pin one commit so the weights and lexicon.json come from the same revision
+            revision = resolve_revision(
+                pretrained_model_name_or_path, revision, token=hub_kwargs.get("token"),
+                local_files_only=hub_kwargs.get("local_files_only", False), cache_dir=hub_kwargs.get("cache_dir"),
+            ) or revision
+        if revision is not None:
+            kwargs["revision"] = revision
         try:
             model, info = super().from_pretrained(
                 pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs
@@ -303,12 +315,14 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         problems = {key: value for key, value in problems.items() if value}
         if problems:
             raise ValueError(f"checkpoint {pretrained_model_name_or_path!r} does not match the model: {problems}")
-        if os.path.isdir(str(pretrained_model_name_or_path)) and os.path.isfile(
-            os.path.join(pretrained_model_name_or_path, LEXICON_FILE)
-        ):
+        lexicon_path = cached_file(
+            pretrained_model_name_or_path, LEXICON_FILE, revision=revision, **hub_kwargs,
+            _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False,
+        )
+        if lexicon_path is not None:
             from .lexicon import Lexicon  # the weights already hold L; this is the readable artifact beside them
 
-            model.lexicon = Lexicon.from_pretrained(pretrained_model_name_or_path)
+            model.lexicon = Lexicon.from_pretrained(os.path.dirname(lexicon_path))
         return (model, info) if wants_info else model
 
 

@@ -1,0 +1,482 @@
+#!/usr/bin/env python
+"""Train and evaluate a lexical seq2seq model with `Seq2SeqTrainer`, over one or more seeds.
+
+    python examples/run_lexical.py --benchmark colors --lexicon simple --seeds 0-15 --output_dir out/colors-simple
+    accelerate launch examples/run_lexical.py --benchmark scan --benchmark_config addprim_jump --preset cpu ...
+
+Pipeline: load a benchmark (or your own TSV/JSONL files) → build the two vocabularies → learn a lexicon (a `datasets`
+map step records its coverage) → build the model and store L in it → `Seq2SeqTrainer` with `predict_with_generate`,
+one training per seed → evaluate every test split → write a Hub-ready folder: the first seed's weights, tokenizer,
+`lexicon.json`, `results.json` (per-seed metrics, mean ± std), `results.md` and a model card `README.md`.
+
+Presets fill in every setting you do not pass yourself (`--preset paper` is the default; see PRESETS below).
+Checkpoint selection: with a validation split and `--selection validation` (default) the checkpoint with the best
+validation exact match is kept (`load_best_model_at_end`); otherwise, and with `--selection final` (the paper's
+protocol), the final weights are evaluated. Every Trainer flag (`Seq2SeqTrainingArguments`) works as usual.
+"""
+
+import json
+import logging
+import math
+import os
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import datasets
+import numpy as np
+import torch
+from transformers import (
+    DataCollatorForSeq2Seq,
+    HfArgumentParser,
+    Seq2SeqTrainer,
+    Seq2SeqTrainingArguments,
+    set_seed,
+)
+from transformers.trainer_utils import get_last_checkpoint
+
+import lexical_hf
+from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
+from lexical_hf import evaluation
+from lexical_hf.lexicon import apply_lexicon, learn_lexicon
+from lexical_hf.results import results_markdown, summarize
+
+logger = logging.getLogger("run_lexical")
+
+LEXICON_CHOICES = ("none", "copy", "simple", "pmi", "ibm2", "bayesian", "uniform")
+# Noam schedule of the paper's code: lr = d^-0.5 · min(step^-0.5, step · warmup^-1.5) peaks at d^-0.5 · warmup^-0.5;
+# transformers' inverse_sqrt schedule (linear warm-up, then ∝ 1/sqrt(step)) with that peak is the same curve.
+_noam_peak = lambda warmup, d_model=512: d_model**-0.5 * warmup**-0.5  # noqa: E731
+
+_PAPER_COMMON = dict(
+    embedding_size=512, hidden_size=512, num_layers=2, dropout=0.4, output_dropout=0.0,
+    optim="adamw_torch", weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.998, lr_scheduler_type="inverse_sqrt",
+    warmup_steps=4000, learning_rate=_noam_peak(4000), per_device_train_batch_size=128,
+    gradient_accumulation_steps=4, max_steps=8000, max_grad_norm=5.0, generation_num_beams=5,
+)
+PRESETS = {
+    # The paper's recipe (Akyürek & Andreas 2021, Appendix; ekinakyurek/lexical exp/*.sh).
+    "paper": {
+        "default": _PAPER_COMMON,
+        "colors": {**_PAPER_COMMON, "per_device_train_batch_size": 5, "gradient_accumulation_steps": 1,
+                   "max_grad_norm": 0.5, "warmup_steps": 89, "learning_rate": _noam_peak(89), "max_steps": 560,
+                   "output_dropout": 0.5},
+        "scan": {**_PAPER_COMMON, "output_dropout": 0.5},
+    },
+    # Small enough for 2 CPU cores; costs are measured in results/ (see README). Colors runs the paper recipe.
+    "cpu": {
+        "default": {**_PAPER_COMMON, "embedding_size": 128, "hidden_size": 256, "per_device_train_batch_size": 64,
+                    "gradient_accumulation_steps": 1, "warmup_steps": 300, "learning_rate": 2e-3, "max_steps": 1500,
+                    "dropout": 0.25, "generation_num_beams": 1},
+        "colors": {**_PAPER_COMMON, "per_device_train_batch_size": 5, "gradient_accumulation_steps": 1,
+                   "max_grad_norm": 0.5, "warmup_steps": 89, "learning_rate": _noam_peak(89), "max_steps": 560,
+                   "output_dropout": 0.5},
+    },
+    "none": {"default": {}},
+}
+
+
+@dataclass
+class DataArguments:
+    benchmark: str | None = field(default="colors", metadata={"help": "colors | scan | cogs | eng_cmn (or none with --train_file)"})
+    benchmark_config: str | None = field(default=None, metadata={"help": "e.g. addprim_jump, template_around_right"})
+    data_dir: str | None = field(default=None, metadata={"help": "local mirror of the raw files (else LEXICAL_HF_DATA_DIR, else download)"})
+    benchmark_splits: str | None = field(default=None, metadata={"help": "comma-separated splits to load, e.g. train,validation,test (COGS without gen.tsv)"})
+    train_file: str | None = field(default=None, metadata={"help": "your own training pairs: TSV (source<TAB>target) or JSONL"})
+    validation_file: str | None = field(default=None, metadata={"help": "your own validation pairs (TSV/JSONL)"})
+    test_file: str | None = field(default=None, metadata={"help": "your own test pairs (TSV/JSONL)"})
+    validation_fraction: float | None = field(default=None, metadata={"help": "hold out this fraction of train as validation (SCAN paper protocol: 0.01)"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "truncate the training set (debugging)"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "truncate every evaluation split (debugging)"})
+
+
+@dataclass
+class LexiconArguments:
+    lexicon: str = field(default="simple", metadata={"help": "none | copy | simple | pmi | ibm2 | bayesian | uniform"})
+    lexicon_temperature: float = field(default=0.0, metadata={"help": "τ of L (0 = hard, the paper's main setting)"})
+    learn_lexicon: bool = field(default=False, metadata={"help": "fine-tune L with the model (the paper's 'soft and fine-tuned')"})
+    lexicon_seed: int = field(default=0, metadata={"help": "seed of sampling learners (bayesian); the lexicon is learned once"})
+
+
+@dataclass
+class ModelArguments:
+    backbone: str = field(default="lstm", metadata={"help": "lstm"})
+    embedding_size: int | None = field(default=None, metadata={"help": "preset: 512"})
+    hidden_size: int | None = field(default=None, metadata={"help": "preset: 512"})
+    num_layers: int | None = field(default=None, metadata={"help": "preset: 2"})
+    bidirectional_encoder: bool = field(default=False)
+    dropout: float | None = field(default=None, metadata={"help": "preset: 0.4"})
+    output_dropout: float | None = field(default=None, metadata={"help": "extra dropout before p_write (paper: 0.5 on SCAN, Colors)"})
+    gate: str = field(default="sigmoid", metadata={"help": "sigmoid (paper) | copy_token (paper's code)"})
+    max_decode_length: int = field(default=128)
+
+
+@dataclass
+class ExperimentArguments:
+    preset: str = field(default="paper", metadata={"help": "paper | cpu | none: fills every setting not given"})
+    seeds: str = field(default="0", metadata={"help": "e.g. 0-9 or 0,3,7: one training per seed"})
+    selection: str = field(default="validation", metadata={"help": "validation (best validation EM) | final (paper)"})
+    keep_seed_checkpoints: bool = field(default=False, metadata={"help": "keep every seed's Trainer checkpoints"})
+    model_card_template: str | None = field(default=None, metadata={"help": "default: model_cards/lexical_model_card.md"})
+    parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
+    seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
+    publish_seed: int | None = field(default=None, metadata={"help": "internal: the seed whose weights are published"})
+
+
+# ---------------------------------------------------------------------------------------------------- arguments
+def parse_seeds(text: str) -> list[int]:
+    seeds = []
+    for part in text.split(","):
+        if "-" in part:
+            low, high = map(int, part.split("-"))
+            seeds.extend(range(low, high + 1))
+        elif part.strip():
+            seeds.append(int(part))
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds {text!r} must name distinct seeds, e.g. 0-9 or 0,3,7")
+    return seeds
+
+
+def preset_values(argv: list[str]) -> dict:
+    def flag(name, default):
+        for k, arg in enumerate(argv):
+            if arg == f"--{name}" and k + 1 < len(argv):
+                return argv[k + 1]
+            if arg.startswith(f"--{name}="):
+                return arg.split("=", 1)[1]
+        return default
+
+    preset, benchmark = flag("preset", "paper"), flag("benchmark", "colors")
+    if preset not in PRESETS:
+        raise ValueError(f"--preset must be one of {list(PRESETS)}, got {preset!r}")
+    table = PRESETS[preset]
+    return dict(table.get(lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default", table["default"]))
+
+
+def parse_arguments(argv: list[str]):
+    """HfArgumentParser over the dataclasses; preset values are defaults that any flag on the command line overrides."""
+    given = {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    injected = []
+    for key, value in preset_values(argv).items():
+        if key not in given:
+            injected += [f"--{key}", str(value)]
+    parser = HfArgumentParser((DataArguments, LexiconArguments, ModelArguments, ExperimentArguments, Seq2SeqTrainingArguments))
+    defaults = ["--output_dir", "outputs/run_lexical", "--predict_with_generate", "true", "--report_to", "none"]
+    defaults = [x for k in range(0, len(defaults), 2) if defaults[k][2:] not in given for x in defaults[k:k + 2]]
+    return parser.parse_args_into_dataclasses(args=defaults + injected + argv)
+
+
+# ---------------------------------------------------------------------------------------------------- data
+def load_pairs(data_args: DataArguments) -> datasets.DatasetDict:
+    if data_args.train_file:
+        files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
+        splits = {}
+        for split, path in files.items():
+            if path is None:
+                continue
+            if path.endswith((".jsonl", ".json")):
+                splits[split] = datasets.load_dataset("json", data_files=path, split="train")
+            else:
+                splits[split] = datasets.load_dataset("csv", data_files=path, split="train", delimiter="\t",
+                                                      column_names=["source", "target"], quoting=3)
+            missing = {"source", "target"} - set(splits[split].column_names)
+            if missing:
+                raise ValueError(f"{path}: missing column(s) {sorted(missing)}; need source and target")
+        data = datasets.DatasetDict(splits)
+    else:
+        data = lexical_hf.load_benchmark(data_args.benchmark, data_args.benchmark_config, data_dir=data_args.data_dir,
+                                         validation_fraction=data_args.validation_fraction,
+                                         splits=data_args.benchmark_splits.split(",") if data_args.benchmark_splits else None)
+    if "train" not in data or len(data["train"]) == 0:
+        raise ValueError("no training data: pass --benchmark or --train_file")
+    if data_args.max_train_samples:
+        data["train"] = data["train"].select(range(min(data_args.max_train_samples, len(data["train"]))))
+    if data_args.max_eval_samples:
+        for split in data:
+            if split != "train":
+                data[split] = data[split].select(range(min(data_args.max_eval_samples, len(data[split]))))
+    return data
+
+
+def test_splits(data: datasets.DatasetDict) -> list[str]:
+    """Every split that is evaluated at the end: test-like splits (COGS gen included), else validation."""
+    names = [s for s in data if s not in ("train", "validation", "train_100")]
+    return names or [s for s in data if s == "validation"]
+
+
+# ---------------------------------------------------------------------------------------------------- metrics
+def decode(tokenizer, ids) -> list[str]:
+    ids = np.where(np.asarray(ids) < 0, tokenizer.pad_token_id, np.asarray(ids))
+    return tokenizer.batch_decode(ids, skip_special_tokens=True)
+
+
+@torch.no_grad()
+def generate_predictions(model, tokenizer, sources: list[str], training_args) -> list[str]:
+    """Decode every source with the model's generate(), in the dataset's order.
+
+    Runs in each process on the whole split (outside the Trainer's distributed sampler, whose padding would repeat
+    and reorder examples). Sources are batched by length so little time goes to padding."""
+    model.eval()
+    order = sorted(range(len(sources)), key=lambda k: len(sources[k].split()))
+    predictions = [None] * len(sources)
+    batch_size = training_args.per_device_eval_batch_size
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        batch = tokenizer([sources[k] for k in rows], padding=True, return_tensors="pt").to(model.device)
+        generated = model.generate(**batch, num_beams=training_args.generation_num_beams or 1, do_sample=False)
+        for k, text in zip(rows, tokenizer.batch_decode(generated, skip_special_tokens=True)):
+            predictions[k] = text
+    return predictions
+
+
+def split_metrics(raw, split: str, predictions: list[str]) -> dict:
+    raw_split = raw[split]
+    references = list(raw_split["target"])
+    metrics = {
+        "exact_match": evaluation.exact_match(predictions, references),
+        "token_accuracy": evaluation.token_accuracy(predictions, references),
+        "num_examples": len(references),
+    }
+    if "category" in raw_split.column_names:
+        metrics["cogs"] = evaluation.cogs_category_report(predictions, references, list(raw_split["category"]))
+    if "one_shot" in raw_split.column_names:
+        # the paper groups references of identical English sentences over all of cmn.tsv (train + dev + test)
+        others = [s for s in raw if s != split]
+        pool = ([x for s in others for x in raw[s]["source"]], [y for s in others for y in raw[s]["target"]])
+        sources = list(raw_split["source"])
+        metrics["bleu_paper"] = evaluation.bleu_paper_protocol(sources, predictions, references, reference_pool=pool)
+        metrics["bleu_paper_one_shot"] = evaluation.bleu_one_shot(
+            sources, predictions, references, list(raw_split["one_shot"]), reference_pool=pool
+        )
+        metrics["sacrebleu"] = evaluation.bleu_sacrebleu(predictions, references)
+    return metrics
+
+
+def markdown_table(results: dict) -> str:
+    header = f"# {results['run_name']}\n\nSeeds: {results['seeds']} · preset `{results['preset']}` · machine: {results['machine']}\n\n"
+    return header + results_markdown(results)
+
+
+# ---------------------------------------------------------------------------------------------------- one seed
+def build_model(model_args, lexicon_args, tokenizer, lexicon) -> LexicalSeq2SeqForConditionalGeneration:
+    mode = {"none": "none", "copy": "copy"}.get(lexicon_args.lexicon, "lexical")
+    config = LexicalSeq2SeqConfig(
+        source_vocab_size=tokenizer.source_vocab_size, target_vocab_size=tokenizer.target_vocab_size,
+        backbone=model_args.backbone, embedding_size=model_args.embedding_size, hidden_size=model_args.hidden_size,
+        num_layers=model_args.num_layers, bidirectional_encoder=model_args.bidirectional_encoder,
+        dropout=model_args.dropout, output_dropout=model_args.output_dropout, lexical_mode=mode, gate=model_args.gate,
+        train_lexicon=lexicon_args.learn_lexicon, max_decode_length=model_args.max_decode_length,
+    )
+    model = LexicalSeq2SeqForConditionalGeneration(config)
+    if lexicon is not None:
+        model.set_lexicon(lexicon, tokenizer)
+    return model
+
+
+def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Path):
+    data_args, lexicon_args, model_args, experiment_args, training_args = args
+    set_seed(seed)
+    model = build_model(model_args, lexicon_args, tokenizer, lexicon)
+    has_validation = "validation" in tokenized and experiment_args.selection == "validation"
+    seed_args = training_args.to_dict()
+    seed_args.update(output_dir=str(seed_dir), seed=seed, push_to_hub=False, save_only_model=False)
+    if has_validation:
+        interval = max(1, training_args.max_steps // 10) if training_args.max_steps > 0 else None
+        seed_args.update(eval_strategy="steps" if interval else "epoch", save_strategy="steps" if interval else "epoch",
+                         load_best_model_at_end=True, metric_for_best_model="exact_match", greater_is_better=True,
+                         save_total_limit=2)
+        if interval:
+            seed_args.update(eval_steps=interval, save_steps=interval)
+    else:
+        seed_args.update(eval_strategy="no", load_best_model_at_end=False)
+    seed_training_args = Seq2SeqTrainingArguments(**{k: v for k, v in seed_args.items() if not k.startswith("_")})
+
+    def compute_metrics(prediction):
+        # Under DDP the gathered arrays can end with a few repeated examples (even batches); the first
+        # len(eval set) rows are all distinct and predictions stay aligned with labels.
+        count = len(tokenized["validation"])
+        predictions = decode(tokenizer, prediction.predictions[:count])
+        references = decode(tokenizer, prediction.label_ids[:count])
+        return {"exact_match": evaluation.exact_match(predictions, references)}
+
+    trainer = Seq2SeqTrainer(
+        model=model, args=seed_training_args, train_dataset=tokenized["train"],
+        eval_dataset=tokenized["validation"] if has_validation else None,
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+        compute_metrics=compute_metrics,
+    )
+    resume = None
+    if training_args.resume_from_checkpoint:
+        resume = get_last_checkpoint(str(seed_dir)) if seed_dir.is_dir() else None
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    train_seconds = time.perf_counter() - start
+
+    metrics = {}
+    for split in test_splits(tokenized):
+        predictions = generate_predictions(trainer.model, tokenizer, raw[split]["source"], seed_training_args)
+        metrics[split] = split_metrics(raw, split, predictions)
+    metrics["train_seconds"] = {"value": train_seconds}
+    return trainer, metrics
+
+
+# ---------------------------------------------------------------------------------------------------- main
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_arguments(argv)
+    data_args, lexicon_args, model_args, experiment_args, training_args = args
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO if training_args.should_log else logging.WARNING)
+    if lexicon_args.lexicon not in LEXICON_CHOICES:
+        raise ValueError(f"--lexicon must be one of {LEXICON_CHOICES}, got {lexicon_args.lexicon!r}")
+    if experiment_args.selection not in ("validation", "final"):
+        raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
+    seeds = parse_seeds(experiment_args.seeds)
+    output_dir = Path(training_args.output_dir)
+
+    raw = load_pairs(data_args)
+    tokenizer = LexicalTokenizer.from_dataset(raw["train"])
+    lexicon = None
+    if lexicon_args.lexicon != "none":
+        method = "identity" if lexicon_args.lexicon == "copy" else lexicon_args.lexicon
+        provenance = {"dataset": data_args.benchmark or data_args.train_file, "config": data_args.benchmark_config, "split": "train"}
+        lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
+                                seed=lexicon_args.lexicon_seed, provenance=provenance)
+        covered = apply_lexicon(raw["train"], lexicon, tokenizer=tokenizer)
+        coverage = [c for c in covered["lexicon_coverage"] if c is not None]
+        logger.info(f"{lexicon.method} lexicon: {lexicon.num_entries} entries; mean target coverage on train "
+                    f"{statistics.fmean(coverage) if coverage else 0:.3f}")
+
+    def encode(batch):
+        return tokenizer(batch["source"], text_target=batch["target"])
+
+    tokenized = raw.map(encode, batched=True, remove_columns=raw["train"].column_names, desc="Tokenizing")
+
+    per_seed = {}
+    pending = []
+    for seed in seeds:
+        metrics_file = output_dir / "seeds" / f"seed-{seed}" / "metrics.json"
+        if (training_args.resume_from_checkpoint or experiment_args.parallel_seeds > 1) and metrics_file.exists():
+            per_seed[str(seed)] = json.loads(metrics_file.read_text())
+            logger.info(f"seed {seed}: already finished, metrics read from {metrics_file}")
+        else:
+            pending.append(seed)
+    if experiment_args.parallel_seeds > 1 and training_args.world_size == 1 and len(pending) > 1:
+        run_seeds_in_subprocesses(argv, pending, seeds[0], experiment_args.parallel_seeds)
+        for seed in pending:
+            per_seed[str(seed)] = json.loads((output_dir / "seeds" / f"seed-{seed}" / "metrics.json").read_text())
+    else:
+        for seed in pending:
+            publish = seed == (experiment_args.publish_seed if experiment_args.publish_seed is not None else seeds[0])
+            metrics = run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir)
+            per_seed[str(seed)] = metrics
+    if training_args.process_index != 0 or experiment_args.seed_worker:
+        return None
+    per_seed = {str(seed): per_seed[str(seed)] for seed in seeds}
+    results = {
+        "run_name": output_dir.name,
+        "command": "python examples/run_lexical.py " + " ".join(argv),
+        "lexical_hf_version": lexical_hf.__version__,
+        "preset": experiment_args.preset,
+        "seeds": seeds,
+        "selection": experiment_args.selection if "validation" in raw else "final",
+        "benchmark": data_args.benchmark, "benchmark_config": data_args.benchmark_config,
+        "lexicon": lexicon_args.lexicon, "lexicon_temperature": lexicon_args.lexicon_temperature,
+        "model": {k: v for k, v in asdict(model_args).items()},
+        "training": {k: getattr(training_args, k) for k in ("learning_rate", "lr_scheduler_type", "warmup_steps", "max_steps",
+                     "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "adam_beta1",
+                     "adam_beta2", "generation_num_beams")},
+        "machine": machine_description(),
+        "world_size": training_args.world_size,
+        "example_source": raw[test_splits(raw)[0]][0]["source"],
+        "per_seed": per_seed,
+    }
+    results["summary"] = summarize({s: {k: v for k, v in m.items() if k != "train_seconds"} for s, m in per_seed.items()})
+    results["train_seconds"] = {"mean": statistics.fmean(m["train_seconds"]["value"] for m in per_seed.values()),
+                                "total": sum(m["train_seconds"]["value"] for m in per_seed.values())}
+    publish_folder(output_dir, seeds[0], tokenizer, lexicon, results, experiment_args, training_args)
+    print(markdown_table(results))
+    return results
+
+
+def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir: Path) -> dict:
+    """Train one seed; the main process writes its metrics.json (and, for the published seed, its final model)."""
+    experiment_args = args[3]
+    seed_dir = output_dir / "seeds" / f"seed-{seed}"
+    trainer, metrics = train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir)
+    if trainer.is_world_process_zero():
+        seed_dir.mkdir(parents=True, exist_ok=True)
+        if publish:
+            trainer.save_model(str(seed_dir / "final"))
+            tokenizer.save_pretrained(str(seed_dir / "final"))
+        if not experiment_args.keep_seed_checkpoints:
+            for checkpoint in seed_dir.glob("checkpoint-*"):
+                shutil.rmtree(checkpoint, ignore_errors=True)
+        (seed_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        summary_line = "  ".join(f"{split}: EM {m['exact_match']:.3f}" for split, m in metrics.items() if "exact_match" in m)
+        print(f"[seed {seed}] {summary_line}", flush=True)
+    return metrics
+
+
+def run_seeds_in_subprocesses(argv: list[str], seeds: list[int], published_seed: int, workers: int) -> None:
+    """Train `seeds` `workers` at a time, each in its own process with its share of the CPU threads.
+
+    On CPUs, small recurrent models scale badly across threads (each step is many small matmuls), so N seeds side
+    by side with cores/N threads each finish sooner than N seeds one after another. Each worker reruns this script
+    for one seed and writes seeds/seed-K/metrics.json; the parent then aggregates as usual."""
+    import subprocess
+
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    base = [a for a in argv]
+    queue, running = list(seeds), []
+    while queue or running:
+        while queue and len(running) < workers:
+            seed = queue.pop(0)
+            command = [sys.executable, os.path.abspath(__file__), *base, "--seeds", str(seed), "--seed_worker", "true",
+                       "--publish_seed", str(published_seed), "--parallel_seeds", "1"]
+            running.append((seed, subprocess.Popen(command, env=env)))
+        seed, process = running.pop(0)
+        if process.wait() != 0:
+            for _, other in running:
+                other.kill()
+            raise RuntimeError(f"seed {seed} failed (exit status {process.returncode}); see its output above")
+
+
+def machine_description() -> str:
+    import platform
+
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+    return f"{device}; {platform.platform()}; torch {torch.__version__}"
+
+
+def publish_folder(output_dir: Path, first_seed: int, tokenizer, lexicon, results, experiment_args, training_args):
+    """Turn output_dir into a complete Hub model repo and push it when asked."""
+    final = output_dir / "seeds" / f"seed-{first_seed}" / "final"
+    if final.is_dir():
+        for item in final.iterdir():
+            if item.is_file() and item.name != "training_args.bin":
+                os.replace(item, output_dir / item.name)
+    if lexicon is not None:
+        lexicon.save_pretrained(output_dir)
+    (output_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (output_dir / "results.md").write_text(markdown_table(results))
+    from lexical_hf.model_card import write_model_card
+
+    write_model_card(output_dir, results, lexicon, template=experiment_args.model_card_template,
+                     repo_id=training_args.hub_model_id)
+    if training_args.push_to_hub:
+        from huggingface_hub import HfApi
+
+        repo_id = training_args.hub_model_id or output_dir.name
+        api = HfApi(token=training_args.hub_token)
+        api.create_repo(repo_id, private=bool(training_args.hub_private_repo), exist_ok=True)
+        api.upload_folder(repo_id=repo_id, folder_path=str(output_dir), ignore_patterns=["seeds/**", "runs/**"],
+                          commit_message=f"lexical_hf {lexical_hf.__version__}: {results['run_name']}")
+        print(f"pushed {output_dir} to {repo_id}")
+
+
+if __name__ == "__main__":
+    main()

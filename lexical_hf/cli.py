@@ -1,0 +1,291 @@
+"""The ``lexical-hf`` command line.
+
+Subcommands are registered in `build_parser` (one ``_add_<name>_command(subparsers)`` function each), so new ones can
+be added without touching the others.
+
+``lexical-hf lexicon``: learn a lexicon on a benchmark split (through `lexical_hf.benchmarks.load_benchmark`) or on
+a local file, and print its entries as a table::
+
+    lexical-hf lexicon --dataset scan --config template_around_right --method simple [--plot out.png]
+    lexical-hf lexicon --dataset scan --config template_around_right --method all --markdown report.md
+    lexical-hf lexicon --data-file my_pairs.tsv --method ibm2 --param iterations=10 --save out/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``lexical-hf`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError, ImportError) as error:
+        print(f"lexical-hf {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lexical-hf", description="Lexical translation (Akyürek & Andreas, ACL 2021) for Hugging Face."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_lexicon_command(subparsers)
+    return parser
+
+
+# ---------------------------------------------------------------------- lexicon
+def _add_lexicon_command(subparsers) -> None:
+    from .lexicon import available_methods
+
+    command = subparsers.add_parser(
+        "lexicon",
+        help="learn a lexicon and print its entries",
+        description="Learn a lexicon on the training split of a benchmark (or a local file) and print it as a table.",
+    )
+    data = command.add_argument_group("data (one of --dataset / --data-file)")
+    source = data.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", help="benchmark name for load_benchmark: colors, scan, cogs, eng_cmn")
+    source.add_argument(
+        "--data-file",
+        type=Path,
+        help="a local file of pairs: 'source<TAB>target' per line (extra columns ignored) or SCAN's 'IN: … OUT: …'",
+    )
+    data.add_argument("--config", default=None, help="benchmark config, e.g. template_around_right, addprim_jump")
+    data.add_argument("--split", default="train", help="split to learn from (default: train)")
+    data.add_argument("--data-dir", default=None, help="mirror of the raw files (default: $LEXICAL_HF_DATA_DIR)")
+    data.add_argument("--source-column", default="source")
+    data.add_argument("--target-column", default="target")
+
+    learner = command.add_argument_group("learner")
+    learner.add_argument(
+        "--method",
+        default="simple",
+        help=f"one of {', '.join(available_methods())}; a comma-separated list or 'all' compares them side by side",
+    )
+    learner.add_argument("--temperature", type=float, default=0.0, help="τ of the lexicon (0 = hard, the default)")
+    learner.add_argument("--seed", type=int, default=0, help="seed of sampling learners (bayesian)")
+    learner.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a learner hyperparameter (JSON value), e.g. --param epsilon=3 --param variant='\"code\"'; repeatable",
+    )
+
+    output = command.add_argument_group("output")
+    output.add_argument("--top-k", type=int, default=None, help="print at most K outputs per input")
+    output.add_argument("--plot", type=Path, default=None, help="save a heat map of the lexicon(s) (needs matplotlib)")
+    output.add_argument("--save", type=Path, default=None, help="save_pretrained the lexicon into this folder")
+    output.add_argument("--markdown", type=Path, default=None, help="write a markdown report of the comparison")
+    output.add_argument("--json", action="store_true", help="print the lexicon JSON instead of a table")
+    command.set_defaults(handler=_run_lexicon)
+
+
+def _parse_params(pairs: Sequence[str]) -> dict:
+    params = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--param expects NAME=VALUE, got {pair!r}")
+        try:
+            params[name] = json.loads(value)
+        except json.JSONDecodeError:
+            params[name] = value  # a bare string, e.g. variant=code
+    return params
+
+
+def _read_pairs_file(path: Path) -> tuple[list[str], list[str]]:
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    sources, targets = [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        if line.startswith("IN: ") and " OUT: " in line:
+            source, target = line[len("IN: ") :].split(" OUT: ", 1)
+        else:
+            columns = line.split("\t")
+            if len(columns) < 2:
+                raise ValueError(f"{path}:{number}: expected 'source<TAB>target' or 'IN: … OUT: …'")
+            source, target = columns[0], columns[1]
+        sources.append(source)
+        targets.append(target)
+    return sources, targets
+
+
+def _load_data(args):
+    """The training data and its provenance."""
+    if args.data_file is not None:
+        sources, targets = _read_pairs_file(args.data_file)
+        provenance = {"dataset": str(args.data_file), "split": None, "num_examples": len(sources)}
+        return (sources, targets), provenance
+    import datasets
+
+    from .benchmarks import canonical_benchmark_name, load_benchmark
+
+    name = canonical_benchmark_name(args.dataset)
+    datasets.disable_progress_bars()  # keep the table readable
+    dataset = load_benchmark(name, args.config, data_dir=args.data_dir, splits=[args.split])
+    if args.split not in dataset:
+        raise ValueError(f"split {args.split!r} not found; available: {list(dataset)}")
+    split = dataset[args.split]
+    provenance = {"dataset": name, "config": split.info.config_name or args.config, "split": args.split}
+    return split, provenance
+
+
+def _run_lexicon(args) -> int:
+    from .lexicon import available_methods, learn_lexicon
+
+    methods = available_methods() if args.method == "all" else [m.strip() for m in args.method.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in available_methods()]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; known methods: {', '.join(available_methods())}")
+    params = _parse_params(args.param)
+    data, provenance = _load_data(args)
+    lexicons, seconds = {}, {}
+    for method in methods:
+        start = time.perf_counter()
+        lexicons[method] = learn_lexicon(
+            data,
+            method,
+            source_column=args.source_column,
+            target_column=args.target_column,
+            temperature=args.temperature,
+            seed=args.seed,
+            provenance={k: v for k, v in provenance.items() if v is not None},
+            **(params if len(methods) == 1 else _params_for(method, params)),
+        )
+        seconds[method] = time.perf_counter() - start
+    command_line = "lexical-hf " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None
+
+    if len(methods) == 1:
+        lexicon = lexicons[methods[0]]
+        if args.json:
+            print(lexicon.to_json_string(), end="")
+        else:
+            print(_describe(lexicon, seconds[methods[0]]))
+            print(lexicon.table(top_k=args.top_k) if lexicon.num_entries else "(no entries)")
+        if args.plot is not None:
+            lexicon.plot(path=args.plot)
+            print(f"heat map written to {args.plot}", file=sys.stderr)
+    else:
+        print(side_by_side_table(lexicons))
+        if args.plot is not None:
+            from .lexicon import plot_lexicons
+
+            title = _data_title(next(iter(lexicons.values())))
+            plot_lexicons(lexicons, args.plot, suptitle=f"{title}: τ = {args.temperature:g} lexicons")
+            print(f"heat map written to {args.plot}", file=sys.stderr)
+    if args.markdown is not None:
+        args.markdown.write_text(markdown_report(lexicons, seconds, command_line, args.top_k), encoding="utf-8")
+        print(f"report written to {args.markdown}", file=sys.stderr)
+    if args.save is not None:
+        for method, lexicon in lexicons.items():
+            folder = args.save if len(lexicons) == 1 else args.save / method
+            path = lexicon.save_pretrained(folder)
+            print(f"saved {path}", file=sys.stderr)
+    return 0
+
+
+def _params_for(method: str, params: dict) -> dict:
+    """With several methods, pass each only the parameters it accepts."""
+    from .lexicon import LEARNERS
+
+    accepted = LEARNERS[method].hyperparameter_defaults
+    return {k: v for k, v in params.items() if k in accepted}
+
+
+def _data_title(lexicon) -> str:
+    p = lexicon.provenance
+    parts = [str(p.get("dataset", "data"))]
+    if p.get("config"):
+        parts.append(str(p["config"]))
+    title = "/".join(parts)
+    if p.get("split"):
+        title += f" ({p['split']}, {p.get('num_examples', '?')} examples)"
+    return title
+
+
+def _describe(lexicon, seconds: float) -> str:
+    hyper = ", ".join(f"{k}={v}" for k, v in lexicon.hyperparameters.items())
+    return (
+        f"{lexicon.method} lexicon on {_data_title(lexicon)}: {lexicon.num_entries} entries over "
+        f"{len(lexicon.entries)} inputs, τ = {lexicon.temperature:g}" + (f" [{hyper}]" if hyper else "")
+        + f", learned in {seconds:.2f} s"
+    )
+
+
+def _cell(lexicon, source: str) -> str:
+    outputs = lexicon.entries.get(source)
+    if not outputs:
+        return "—"
+    choice = lexicon.hard_mapping()[source]
+    score = outputs[choice]
+    shown = f"{score:.3g}" if isinstance(score, float) else str(score)
+    extra = f" (+{len(outputs) - 1})" if len(outputs) > 1 else ""
+    return f"{choice} {shown}{extra}"
+
+
+def side_by_side_table(lexicons: dict, markdown: bool = False) -> str:
+    """One row per input with an entry in any lexicon; each cell is the τ = 0 choice, its score, and (+n) when the
+    input has n further entries; '—' means no entry (the input falls back to copying / mutual exclusivity)."""
+    inputs = sorted({s for lexicon in lexicons.values() for s in lexicon.entries})
+    header = ["input", *lexicons]
+    rows = [[source, *(_cell(lexicon, source) for lexicon in lexicons.values())] for source in inputs]
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        lines += ["| " + " | ".join(f"`{row[0]}`" if i == 0 else row[i] for i in range(len(row))) + " |" for row in rows]
+        return "\n".join(lines)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_report(lexicons: dict, seconds: dict, command_line: str | None, top_k: int | None = None) -> str:
+    first = next(iter(lexicons.values()))
+    lines = [f"# Lexicons learned on {_data_title(first)}", ""]
+    if command_line:
+        lines += ["Produced by:", "", "```", command_line, "```", ""]
+    lines += [
+        "Each cell: the τ = 0 (hard) translation of the input, its score, and `(+n)` when the input has n further "
+        "entries. `—`: no entry, so `to_matrix` copies the input if it is also an output token, else spreads it over "
+        "the output tokens no input claims (mutual exclusivity). Scores: `simple` co-occurrence count, `pmi` PMI, "
+        "`ibm2` intersected alignment links, `bayesian` posterior probability.",
+        "",
+        side_by_side_table(lexicons, markdown=True),
+        "",
+        "| learner | entries | inputs with entries | hyperparameters | time (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for method, lexicon in lexicons.items():
+        hyper = ", ".join(f"{k}={v}" for k, v in lexicon.hyperparameters.items()) or "—"
+        statistics = ", ".join(f"{k}={v}" for k, v in lexicon.statistics.items())
+        if statistics:
+            hyper += f" ({statistics})"
+        lines.append(
+            f"| {method} | {lexicon.num_entries} | {len(lexicon.entries)} | {hyper} | {seconds.get(method, 0):.2f} |"
+        )
+    lines += ["", "## All entries", ""]
+    for method, lexicon in lexicons.items():
+        lines += [f"### {method}", ""]
+        if not lexicon.num_entries:
+            lines += ["(no entries)", ""]
+            continue
+        lines += ["```", lexicon.table(top_k=top_k), "```", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The learner registry: name -> function from a `ParallelCorpus` to lexicon entries.
+
+A learner is a function ``learner(corpus, **hyperparameters) -> LearnerOutput`` whose hyperparameters are
+keyword-only with defaults (the defaults are the paper's settings). A learner that samples takes a ``seed`` keyword.
+Registering one makes it available to `learn_lexicon(data, method=name)` and to the command line.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LEARNERS", "LearnerOutput", "LearnerSpec", "available_methods", "get_learner", "register_learner"]
+
+
+@dataclass
+class LearnerOutput:
+    """Entries as parallel arrays over corpus ids: ``source_ids[k] -> target_ids[k]`` with ``scores[k]``.
+
+    ``source_ids`` index ``corpus.source_vocab`` and ``target_ids`` index ``corpus.target_vocab``; integer score
+    arrays are saved as JSON integers. ``fallback`` is the rule for inputs without entries (see `Lexicon`).
+    ``statistics`` holds deterministic diagnostics worth keeping with the lexicon.
+    """
+
+    source_ids: np.ndarray
+    target_ids: np.ndarray
+    scores: np.ndarray
+    fallback: str = "mutual_exclusivity"
+    statistics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    name: str
+    function: Callable[..., LearnerOutput]
+    summary: str
+
+    @property
+    def hyperparameter_defaults(self) -> dict[str, Any]:
+        parameters = inspect.signature(self.function).parameters.values()
+        return {p.name: p.default for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    @property
+    def takes_seed(self) -> bool:
+        return "seed" in self.hyperparameter_defaults
+
+    def resolve(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Defaults updated by ``overrides``; unknown names raise `TypeError` listing the accepted ones."""
+        defaults = self.hyperparameter_defaults
+        unknown = sorted(set(overrides) - set(defaults))
+        if unknown:
+            accepted = ", ".join(f"{k}={v!r}" for k, v in defaults.items() if k != "seed") or "no hyperparameters"
+            raise TypeError(f"learner {self.name!r} does not take {unknown}; it takes: {accepted}")
+        return {**defaults, **overrides}
+
+
+LEARNERS: dict[str, LearnerSpec] = {}
+
+
+def register_learner(name: str, summary: str | None = None):
+    """Decorator: ``@register_learner("mine")`` on ``def mine(corpus, *, ...) -> LearnerOutput``."""
+
+    def decorate(function):
+        doc = inspect.getdoc(function) or ""
+        LEARNERS[name] = LearnerSpec(name, function, summary or (doc.splitlines()[0] if doc else name))
+        return function
+
+    return decorate
+
+
+def available_methods() -> list[str]:
+    return list(LEARNERS)
+
+
+def get_learner(method: str) -> LearnerSpec:
+    try:
+        return LEARNERS[method]
+    except KeyError:
+        raise ValueError(f"unknown lexicon learning method {method!r}; known methods: {', '.join(LEARNERS)}") from None

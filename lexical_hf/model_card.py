@@ -1,0 +1,76 @@
+"""Model cards for trained lexical models: YAML metadata (with a `model-index` of the measured results) + prose."""
+
+from importlib import resources
+from pathlib import Path
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from . import __version__
+from .results import results_markdown
+
+DEFAULT_TEMPLATE = "lexical_model_card.md"  # in the `model_cards` package (installed with lexical_hf)
+BENCHMARK_DATASETS = {
+    "colors": ("lake2019colors", "Colors (Lake, Linzen & Baroni 2019)"),
+    "scan": ("scan", "SCAN"),
+    "cogs": ("cogs", "COGS"),
+    "eng_cmn": ("tatoeba-eng-cmn", "English–Chinese Tatoeba"),
+}
+MAIN_METRICS = {"exact_match": "exact_match", "bleu_paper/score": "bleu", "sacrebleu/score": "sacrebleu"}
+
+
+def _template_path(template) -> Path:
+    if template is not None:
+        if not Path(template).is_file():
+            raise FileNotFoundError(f"model card template {template} not found")
+        return Path(template)
+    return Path(str(resources.files("model_cards") / DEFAULT_TEMPLATE))
+
+
+def build_model_card(results: dict, lexicon=None, template=None, repo_id: str | None = None) -> ModelCard:
+    """A `huggingface_hub.ModelCard` for a `run_lexical.py` results dict."""
+    benchmark = results.get("benchmark") or "custom"
+    dataset_id, dataset_name = BENCHMARK_DATASETS.get(benchmark, (benchmark, benchmark))
+    task = {"type": "translation" if benchmark == "eng_cmn" else "text2text-generation"}
+    eval_results = []
+    for split, metrics in results["summary"].items():
+        for key, metric_type in MAIN_METRICS.items():
+            if key in metrics:
+                eval_results.append(EvalResult(
+                    task_type=task["type"], dataset_type=dataset_id, dataset_name=dataset_name,
+                    dataset_config=results.get("benchmark_config"), dataset_split=split, metric_type=metric_type,
+                    metric_value=round(metrics[key]["mean"], 4),
+                    metric_name=f"{metric_type} (mean over {metrics[key]['n']} seeds, std {metrics[key]['std']:.3f})",
+                ))
+    name = (repo_id or results["run_name"]).split("/")[-1]
+    card_data = ModelCardData(
+        language=["en", "zh"] if benchmark == "eng_cmn" else None, license="mit", library_name="transformers",
+        tags=["lexical_hf", "lexical-translation", "seq2seq", "compositional-generalization", f"lexicon-{results['lexicon']}"],
+        datasets=[dataset_id], metrics=sorted({r.metric_type for r in eval_results}) or None,
+        model_name=name, eval_results=eval_results or None, pipeline_tag="text2text-generation",
+    )
+    model = results["model"]
+    lexicon_description = (
+        "no lexicon (plain attentional seq2seq: the gate is fixed to 1)" if results["lexicon"] == "none"
+        else f"`{results['lexicon']}` lexicon with {lexicon.num_entries if lexicon is not None else '?'} entries, "
+             f"τ = {results.get('lexicon_temperature', 0)}"
+    )
+    return ModelCard.from_template(
+        card_data, template_path=str(_template_path(template)), model_name=name, version=__version__,
+        repo_id=repo_id or name, example_source=results.get("example_source", ""),
+        num_beams=results["training"].get("generation_num_beams") or 1,
+        data_description=f"{dataset_name}, config `{results.get('benchmark_config')}`, loaded with "
+                         f"`lexical_hf.load_benchmark`." if benchmark != "custom" else "User-provided parallel data.",
+        backbone_description=f"{model['backbone'].upper()} encoder–decoder, {model['num_layers']} layer(s) × "
+                             f"{model['hidden_size']} units, embeddings {model['embedding_size']}, dropout {model['dropout']}"
+                             f" (+{model['output_dropout']} before p_write), gate `{model['gate']}`",
+        lexicon_description=lexicon_description, preset=results["preset"], selection=results["selection"],
+        command=results["command"], hyperparameters=results["training"], num_seeds=len(results["seeds"]),
+        seeds=results["seeds"], machine=results["machine"], published_seed=results["seeds"][0],
+        results_table=results_markdown(results),
+    )
+
+
+def write_model_card(folder, results: dict, lexicon=None, template=None, repo_id: str | None = None) -> Path:
+    path = Path(folder) / "README.md"
+    build_model_card(results, lexicon, template, repo_id).save(path)
+    return path

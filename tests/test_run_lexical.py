@@ -1,0 +1,115 @@
+"""Smoke tests of examples/run_lexical.py end to end on Colors with a tiny model, as a user runs it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "examples" / "run_lexical.py"
+TINY = ["--benchmark", "colors", "--lexicon", "simple", "--embedding_size", "16", "--hidden_size", "16",
+        "--num_layers", "1", "--max_steps", "30", "--disable_tqdm", "true", "--generation_num_beams", "2"]
+HUB_FILES = {"config.json", "model.safetensors", "generation_config.json", "source_tokenizer.json",
+             "target_tokenizer.json", "tokenizer_config.json", "lexicon.json", "results.json", "results.md", "README.md"}
+
+
+def run(command, output_dir, extra=(), timeout=600):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([*command, str(SCRIPT), *TINY, "--output_dir", str(output_dir), *extra],
+                            capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return result
+
+
+def check_output_folder(output_dir: Path, seeds):
+    assert HUB_FILES <= {p.name for p in output_dir.iterdir()}
+    results = json.loads((output_dir / "results.json").read_text())
+    assert results["seeds"] == seeds and set(results["per_seed"]) == {str(s) for s in seeds}
+    test = results["summary"]["test"]["exact_match"]
+    per_seed = [results["per_seed"][str(s)]["test"]["exact_match"] for s in seeds]
+    assert test["n"] == len(seeds) and abs(test["mean"] - sum(per_seed) / len(seeds)) < 1e-9
+    card = (output_dir / "README.md").read_text()
+    metadata = yaml.safe_load(card.split("---")[1])
+    assert metadata["library_name"] == "transformers" and metadata["license"] == "mit"
+    assert "lexical_hf" in metadata["tags"]
+    reported = metadata["model-index"][0]["results"][0]["metrics"][0]
+    assert reported["type"] == "exact_match" and abs(reported["value"] - round(test["mean"], 4)) < 1e-9
+    assert json.loads((output_dir / "lexicon.json").read_text())  # the learned lexicon travels with the weights
+    return results
+
+
+def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_path):
+    run([sys.executable], tmp_path, ["--seeds", "0-1"])
+    results = check_output_folder(tmp_path, [0, 1])
+
+    # the published weights are seed 0's: reloading them reproduces seed 0's test exact match
+    import lexical_hf
+    from lexical_hf import evaluation
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    test = lexical_hf.load_benchmark("colors")["test"]
+    batch = tokenizer(test["source"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        generated = model.generate(**batch, num_beams=2)
+    predictions = tokenizer.batch_decode(generated, skip_special_tokens=True)
+    assert evaluation.exact_match(predictions, test["target"]) == results["per_seed"]["0"]["test"]["exact_match"]
+    assert model.lexicon is not None and model.lexicon.method == "simple"
+
+
+def test_same_seeds_give_the_same_metrics_sequentially_and_in_parallel_processes(tmp_path):
+    run([sys.executable], tmp_path / "a", ["--seeds", "3-4"])
+    run([sys.executable], tmp_path / "b", ["--seeds", "3-4", "--parallel_seeds", "2"])
+    a = json.loads((tmp_path / "a" / "results.json").read_text())
+    b = json.loads((tmp_path / "b" / "results.json").read_text())
+    for seed in ("3", "4"):
+        assert a["per_seed"][seed]["test"] == b["per_seed"][seed]["test"]
+    assert a["summary"] == b["summary"]
+    assert (tmp_path / "b" / "model.safetensors").exists()
+
+
+def test_accelerate_launch_single_process(tmp_path):
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "1",
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    run(launcher, tmp_path, ["--seeds", "0"])
+    check_output_folder(tmp_path, [0])
+
+
+def test_accelerate_launch_two_cpu_processes(tmp_path):
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29571"]
+    result = run(launcher, tmp_path, ["--seeds", "0", "--use_cpu", "true"])
+    check_output_folder(tmp_path, [0])
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["world_size"] == 2, result.stdout[-1000:]
+
+
+def test_resume_after_an_interrupted_seed_gives_the_same_result(tmp_path):
+    reference = run([sys.executable], tmp_path / "straight", ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10"])
+    interrupted = tmp_path / "resumed"
+    run([sys.executable], interrupted, ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10",
+                                        "--max_steps", "30", "--keep_seed_checkpoints", "true"])
+    # simulate a crash after step 20: drop the finished state and the last checkpoint
+    seed_dir = interrupted / "seeds" / "seed-0"
+    (seed_dir / "metrics.json").unlink()
+    import shutil
+
+    shutil.rmtree(seed_dir / "checkpoint-30")
+    run([sys.executable], interrupted, ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10",
+                                        "--resume_from_checkpoint", "true"])
+    a = json.loads((tmp_path / "straight" / "results.json").read_text())["per_seed"]["0"]["test"]
+    b = json.loads((interrupted / "results.json").read_text())["per_seed"]["0"]["test"]
+    assert a == b
+
+
+def test_bad_arguments_fail_clearly(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPT), "--lexicon", "magic", "--output_dir", str(tmp_path)],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode != 0 and "--lexicon must be one of" in result.stderr
