@@ -13,5 +13,7 @@ install:
 test: install
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests
 
+# The paper's Colors model (LSTM + Simple lexicon), 4 seeds, two at a time (one CPU thread each).
 demo: install
-	$(PYTHON) examples/quickstart.py
+	HF_HUB_OFFLINE=1 $(PYTHON) examples/run_lexical.py --benchmark colors --lexicon simple --seeds 0-3 \
+		--parallel_seeds 2 --output_dir outputs/colors-simple-demo --disable_tqdm true

@@ -89,7 +89,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     default_data = os.environ.get("LEXICAL_HF_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
     parser.add_argument("--data-dir", default=default_data)
-    parser.add_argument("--output", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "bench_lexicon.json")
+    default_output = Path(__file__).resolve().parents[1] / "results" / "bench_lexicon.json"
+    parser.add_argument("--output", type=Path, default=default_output)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     parser.add_argument("--methods", nargs="*", default=available_methods())
@@ -103,6 +104,7 @@ def main(argv=None) -> int:
             "numpy": np.__version__,
             "lexical_hf": lexical_hf.__version__,
             "platform": platform.platform(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],  # the 2 cores may be shared
         },
         "notes": (
             "seconds = best of `repeats` runs of learn_lexicon(train_split, method) on a datasets.Dataset from "
@@ -152,6 +154,7 @@ def main(argv=None) -> int:
                     "met": measured["seconds"] < limit,
                 }
             )
+    results["environment"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"written {args.output}")

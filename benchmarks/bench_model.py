@@ -9,7 +9,7 @@ What is measured
   non-pad source + target tokens per second, with random batches (what a plain shuffled loader gives) and with
   length-grouped batches (what `train_sampling_strategy="group_by_length"` gives in the Trainer).
 * Generation: sentences/s for greedy and beam-5 `generate()` on SCAN test commands. The weights are random, so
-  sequences rarely stop early: this is the worst case, every sequence runs to `max_new_tokens`.
+  sequences rarely stop early: this is the worst case, every sequence runs to `max_length` (51).
 * FLOPs per update (batch 128 × 4 accumulation = 512, the paper's setting) counted analytically from the matmuls
   actually executed (padding included; backward = 2 × forward), the achieved FLOP/s, and a plain `torch.matmul`
   FLOP/s measured in the same run: the machine's practical limit.
@@ -120,14 +120,14 @@ def bench_training(model, tokenizer, batches, accumulation=4):
     }
 
 
-def bench_generation(model, tokenizer, pairs, num_beams, batch_size=64, max_new_tokens=50):
+def bench_generation(model, tokenizer, pairs, num_beams, batch_size=64, max_length=51):
     model.eval()
     sources = [source for source, _ in pairs]
     start = time.perf_counter()
     with torch.no_grad():
         for k in range(0, len(sources), batch_size):
             enc = tokenizer(sources[k:k + batch_size], padding=True, return_tensors="pt")
-            model.generate(**enc, num_beams=num_beams, max_new_tokens=max_new_tokens, do_sample=False)
+            model.generate(**enc, num_beams=num_beams, max_length=max_length, do_sample=False)
     return {"sentences": len(sources), "num_beams": num_beams, "sentences_per_second": len(sources) / (time.perf_counter() - start)}
 
 
@@ -138,43 +138,51 @@ def main(argv=None):
     parser.add_argument("--sizes", nargs="+", default=list(SIZES))
     parser.add_argument("--train-batches", type=int, default=9, help="timed batches + 1 warm-up")
     parser.add_argument("--generation-sentences", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                        help="torch thread counts to measure (on the project's 2-vCPU VM, 1 thread is faster for small ops)")
     parser.add_argument("--out", default="results/bench_model.json")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
     report = {
         "command": "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+                    "cpu_count": os.cpu_count(), "torch_threads_measured": args.threads, "torch": torch.__version__,
                     "python": platform.python_version()},
-        "matmul_flops_per_second": matmul_flops_per_second(),
+        "matmul_flops_per_second": {},
         "reference_tokens_per_second": REFERENCE_TOKENS_PER_SECOND,
         "results": {},
     }
-    print(f"torch.matmul: {report['matmul_flops_per_second'] / 1e9:.1f} GFLOP/s")
-    for task in args.tasks:
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        report["matmul_flops_per_second"][str(threads)] = matmul_flops_per_second()
+        print(f"torch.matmul 1024³, {threads} thread(s): {report['matmul_flops_per_second'][str(threads)] / 1e9:.1f} GFLOP/s")
+    for task, threads in [(task, threads) for task in args.tasks for threads in args.threads]:
+        torch.set_num_threads(threads)
         train, test = load_pairs(task, args.data_dir)
         tokenizer = LexicalTokenizer.from_texts(*zip(*train))
+        lexicon = lexical_hf.learn_lexicon(tuple(zip(*train)), method="simple")
         for size in args.sizes:
             config = LexicalSeq2SeqConfig(source_vocab_size=tokenizer.source_vocab_size,
                                           target_vocab_size=tokenizer.target_vocab_size, **SIZES[size])
             model = LexicalSeq2SeqForConditionalGeneration(config)
+            model.set_lexicon(lexicon, tokenizer)
             entry = {}
             for grouped in (False, True):
                 batches = make_batches(train, 128, args.train_batches, grouped)
                 result = bench_training(model, tokenizer, batches)
-                result["fraction_of_matmul_peak"] = result["achieved_flops_per_second"] / report["matmul_flops_per_second"]
-                result["ratio_vs_reference"] = result["tokens_per_second"] / REFERENCE_TOKENS_PER_SECOND[task]
+                result["fraction_of_matmul_peak"] = result["achieved_flops_per_second"] / report["matmul_flops_per_second"][str(threads)]
+                # the reference was measured at the paper's size only
+                result["ratio_vs_reference"] = (result["tokens_per_second"] / REFERENCE_TOKENS_PER_SECOND[task]
+                                                if size == "paper_2x512" else None)
                 entry["train_length_grouped" if grouped else "train_random_batches"] = result
-                print(f"{task} {size} train {'grouped' if grouped else 'random '}: {result['tokens_per_second']:.0f} tok/s "
-                      f"({result['ratio_vs_reference']:.2f}× reference), {result['achieved_flops_per_second'] / 1e9:.1f} GFLOP/s")
+                print(f"{task} {size} threads={threads} train {'grouped' if grouped else 'random '}: {result['tokens_per_second']:.0f} tok/s "
+                      f"(ratio to reference: {result['ratio_vs_reference']}), {result['achieved_flops_per_second'] / 1e9:.1f} GFLOP/s")
             for beams in (1, 5):
                 result = bench_generation(model, tokenizer, test[: args.generation_sentences], beams)
                 entry[f"generate_beam{beams}"] = result
-                print(f"{task} {size} generate beam={beams}: {result['sentences_per_second']:.1f} sentences/s")
-            report["results"][f"{task}/{size}"] = entry
+                print(f"{task} {size} threads={threads} generate beam={beams}: {result['sentences_per_second']:.1f} sentences/s")
+            report["results"][f"{task}/{size}/threads={threads}"] = entry
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")

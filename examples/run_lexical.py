@@ -358,7 +358,7 @@ def main(argv=None):
     pending = []
     for seed in seeds:
         metrics_file = output_dir / "seeds" / f"seed-{seed}" / "metrics.json"
-        if (training_args.resume_from_checkpoint or experiment_args.parallel_seeds > 1) and metrics_file.exists():
+        if training_args.resume_from_checkpoint and metrics_file.exists():
             per_seed[str(seed)] = json.loads(metrics_file.read_text())
             logger.info(f"seed {seed}: already finished, metrics read from {metrics_file}")
         else:
@@ -388,7 +388,7 @@ def main(argv=None):
         "training": {k: getattr(training_args, k) for k in ("learning_rate", "lr_scheduler_type", "warmup_steps", "max_steps",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "adam_beta1",
                      "adam_beta2", "generation_num_beams")},
-        "machine": machine_description(),
+        "machine": machine_description(experiment_args.parallel_seeds),
         "world_size": training_args.world_size,
         "example_source": raw[test_splits(raw)[0]][0]["source"],
         "per_seed": per_seed,
@@ -445,10 +445,12 @@ def run_seeds_in_subprocesses(argv: list[str], seeds: list[int], published_seed:
             raise RuntimeError(f"seed {seed} failed (exit status {process.returncode}); see its output above")
 
 
-def machine_description() -> str:
+def machine_description(parallel_seeds: int = 1) -> str:
     import platform
 
-    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+    threads = max(1, (os.cpu_count() or 1) // parallel_seeds) if parallel_seeds > 1 else torch.get_num_threads()
+    seeds_note = f", {parallel_seeds} seeds at a time" if parallel_seeds > 1 else ""
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores, {threads} torch thread(s) per run{seeds_note})"
     return f"{device}; {platform.platform()}; torch {torch.__version__}"
 
 

@@ -245,7 +245,7 @@ def side_by_side_table(lexicons: dict, markdown: bool = False) -> str:
     rows = [[source, *(_cell(lexicon, source) for lexicon in lexicons.values())] for source in inputs]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(f"`{row[0]}`" if i == 0 else row[i] for i in range(len(row))) + " |" for row in rows]
+        lines += ["| " + " | ".join([f"`{row[0]}`", *row[1:]]) + " |" for row in rows]
         return "\n".join(lines)
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in [header, *rows]]

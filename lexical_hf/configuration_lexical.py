@@ -3,7 +3,9 @@
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
-BACKBONES = ("lstm",)
+BACKBONES = ("lstm", "transformer")
+POSITION_ENCODINGS = ("sinusoidal", "learned", "relative")
+ATTENTION_SOURCES = ("cross_attention_mean", "dedicated_head")
 LEXICAL_MODES = ("none", "copy", "lexical")
 GATE_STYLES = ("sigmoid", "copy_token")
 
@@ -14,21 +16,28 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
 
     `LexicalSeq2SeqConfig()` builds a small working model; the paper's LSTM is
     `LexicalSeq2SeqConfig(embedding_size=512, hidden_size=512, num_layers=2, dropout=0.4)` (plus
-    `output_dropout=0.5` on SCAN and Colors).
+    `output_dropout=0.5` on SCAN and Colors). `LexicalSeq2SeqConfig(backbone="transformer")` swaps the LSTM for a
+    Transformer encoder–decoder (see `lexical_hf/backbones/transformer.py`); the head is the same.
 
     Args:
         source_vocab_size (`int`, defaults to 32): |V_x|, the size of the source (input) vocabulary.
         target_vocab_size (`int`, defaults to 32): |V_y|, the size of the target (output) vocabulary.
         backbone (`str`, defaults to `"lstm"`): the encoder–decoder that produces decoder states h_i and attention
-            α_i. Only `"lstm"` exists so far; the head does not depend on it.
-        embedding_size (`int`, defaults to 64): size of the source and target token embeddings.
-        hidden_size (`int`, defaults to 64): size of the LSTM states, the attention context and the output features.
-        num_layers (`int`, defaults to 2): number of LSTM layers in the encoder and in the decoder.
+            α_i: `"lstm"` (the paper's attentional LSTM) or `"transformer"` (an encoder–decoder Transformer). The head
+            does not depend on it.
+        embedding_size (`int`, defaults to 64): size of the source and target token embeddings. With the
+            Transformer, embeddings of another size than `hidden_size` are projected to `hidden_size` by a linear layer
+            (no projection when the two are equal).
+        hidden_size (`int`, defaults to 64): size of the LSTM states, the attention context and the output features;
+            d_model for the Transformer.
+        num_layers (`int`, defaults to 2): number of LSTM layers (or Transformer layers) in the encoder and in the
+            decoder.
         bidirectional_encoder (`bool`, defaults to `False`): run the encoder in both directions. The two directions
             are projected back to `hidden_size` for attention and summed to initialise the decoder, as in the
             paper's code. The paper's LSTM is unidirectional.
         dropout (`float`, defaults to 0.1): dropout on embeddings, between LSTM layers and on the output features
-            (the paper uses 0.4).
+            (the paper uses 0.4). Transformer: dropout on embeddings, on every residual branch and inside the
+            feed-forward block.
         output_dropout (`float`, defaults to 0.0): extra dropout on the output features right before p_write (the
             paper uses 0.5 on SCAN and Colors).
         lexical_mode (`str`, defaults to `"lexical"`): `"none"` (plain attentional seq2seq: the gate is fixed to 1),
@@ -44,6 +53,27 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             ablation). It is then stored as row logits and L = softmax(logits) stays row-stochastic.
         lexicon_info (`dict`, *optional*): a short summary of the lexicon L was built from (learner, number of
             entries, provenance). Metadata only; `lexicon.json` beside the weights holds the entries.
+        num_attention_heads (`int`, defaults to 4): Transformer only: heads of every self- and cross-attention;
+            must divide `hidden_size`.
+        ffn_size (`int`, *optional*): Transformer only: inner size of the feed-forward blocks (ReLU). `None` means
+            4 × `hidden_size`.
+        norm_first (`bool`, defaults to `True`): Transformer only: pre-norm (LayerNorm before each sub-layer, plus a
+            final LayerNorm on the encoder and decoder outputs) if `True`, the original post-norm if `False`.
+        position_encoding (`str`, defaults to `"sinusoidal"`): Transformer only: `"sinusoidal"` (fixed, added to the
+            embeddings), `"learned"` (a trained table of `max_position_embeddings` rows, added to the embeddings) or
+            `"relative"` (no absolute positions; clipped relative position embeddings on the keys of every
+            self-attention, Shaw et al. 2018).
+        max_position_embeddings (`int`, defaults to 512): Transformer with `position_encoding="learned"`: the longest
+            source or target sequence (decoder start token included).
+        relative_attention_max_distance (`int`, defaults to 16): Transformer with `position_encoding="relative"`:
+            relative distances are clipped to [-k, k], so 2k + 1 embeddings per self-attention layer.
+        attention_source (`str`, defaults to `"cross_attention_mean"`): Transformer only: where the head's α_i comes
+            from. `"cross_attention_mean"`: the last decoder layer's cross-attention weights averaged over heads
+            (before attention dropout). `"dedicated_head"`: a separate single-head attention from the final decoder
+            state over the encoder outputs, used only by the lexical head (the decoder does not read its context).
+            The LSTM always uses its one attention.
+        attention_dropout (`float`, defaults to 0.0): Transformer only: dropout on attention weights inside the
+            attention layers (α given to the head is taken before it, so its rows still sum to 1).
         max_decode_length (`int`, defaults to 128): default maximum generated length (written to the generation
             config).
         pad_token_id (`int`, defaults to 0), bos_token_id (`int`, defaults to 1), eos_token_id (`int`, defaults to
@@ -69,6 +99,14 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     gate: str = "sigmoid"
     lexicon_temperature: float = 0.0
     train_lexicon: bool = False
+    num_attention_heads: int = 4
+    ffn_size: int | None = None
+    norm_first: bool = True
+    position_encoding: str = "sinusoidal"
+    max_position_embeddings: int = 512
+    relative_attention_max_distance: int = 16
+    attention_source: str = "cross_attention_mean"
+    attention_dropout: float = 0.0
     lexicon_info: dict | None = None
     max_decode_length: int = 128
     pad_token_id: int | None = 0
@@ -88,7 +126,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             raise ValueError(f"lexical_mode must be one of {LEXICAL_MODES}, got {self.lexical_mode!r}")
         if self.gate not in GATE_STYLES:
             raise ValueError(f"gate must be one of {GATE_STYLES}, got {self.gate!r}")
-        for name in ("dropout", "output_dropout"):
+        for name in ("dropout", "output_dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         for name in ("source_vocab_size", "target_vocab_size"):
@@ -96,6 +134,23 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
                 raise ValueError(f"{name} must exceed the 4 special tokens, got {getattr(self, name)}")
         if self.lexicon_temperature < 0:
             raise ValueError(f"lexicon_temperature must be >= 0, got {self.lexicon_temperature}")
+        if self.backbone == "transformer":
+            self._validate_transformer()
+
+    def _validate_transformer(self):
+        if self.num_attention_heads < 1 or self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads ({self.num_attention_heads})"
+            )
+        if self.position_encoding not in POSITION_ENCODINGS:
+            raise ValueError(f"position_encoding must be one of {POSITION_ENCODINGS}, got {self.position_encoding!r}")
+        if self.attention_source not in ATTENTION_SOURCES:
+            raise ValueError(f"attention_source must be one of {ATTENTION_SOURCES}, got {self.attention_source!r}")
+        if self.ffn_size is not None and self.ffn_size < 1:
+            raise ValueError(f"ffn_size must be positive (or None for 4 × hidden_size), got {self.ffn_size}")
+        for name in ("max_position_embeddings", "relative_attention_max_distance", "num_layers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
     @property
     def non_generatable_token_ids(self) -> list[int]:

@@ -17,12 +17,14 @@ from transformers.utils import ModelOutput, logging
 from transformers.utils.hub import cached_file, resolve_revision
 
 from .backbones.lstm import LexicalEncoderOutput, LSTMDecoderCache, LSTMEncoderDecoder
+from .backbones.transformer import TransformerDecoderCache, TransformerEncoderDecoder
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .head import LexicalTranslationHead
 
 logger = logging.get_logger(__name__)
 
 LEXICON_FILE = "lexicon.json"
+BACKBONES = {"lstm": LSTMEncoderDecoder, "transformer": TransformerEncoderDecoder}
 
 
 @dataclass
@@ -41,7 +43,7 @@ class LexicalSeq2SeqLMOutput(ModelOutput):
 
     loss: torch.FloatTensor | None = None
     logits: torch.FloatTensor | None = None
-    past_key_values: LSTMDecoderCache | None = None
+    past_key_values: LSTMDecoderCache | TransformerDecoderCache | None = None
     gate: torch.FloatTensor | None = None
     cross_attentions: tuple[torch.FloatTensor, ...] | None = None
     encoder_last_hidden_state: torch.FloatTensor | None = None
@@ -78,9 +80,9 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
     def __init__(self, config: LexicalSeq2SeqConfig):
         super().__init__(config)
-        if config.backbone != "lstm":
+        if config.backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {config.backbone!r}")
-        self.model = LSTMEncoderDecoder(config)
+        self.model = BACKBONES[config.backbone](config)
         self.lexical_head = LexicalTranslationHead(
             feature_size=self.model.feature_size,
             gate_feature_size=self.model.gate_feature_size,
@@ -127,7 +129,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: LexicalEncoderOutput | None = None,
-        past_key_values: LSTMDecoderCache | None = None,
+        past_key_values: LSTMDecoderCache | TransformerDecoderCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,

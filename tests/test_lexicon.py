@@ -36,7 +36,10 @@ def vocab(tokens, start=4, specials=SPECIALS):
 def stand_in(source_tokens, target_tokens, **kwargs):
     """The tokenizer interface to_matrix relies on: two dicts and the special-token convention."""
     return types.SimpleNamespace(
-        source_vocab=vocab(source_tokens), target_vocab=vocab(target_tokens), non_generatable_target_ids=[0, 1], **kwargs
+        source_vocab=vocab(source_tokens),
+        target_vocab=vocab(target_tokens),
+        non_generatable_target_ids=[0, 1],
+        **kwargs,
     )
 
 
@@ -80,7 +83,8 @@ def test_soft_rows_are_softmax_of_scores_over_entries():
     expected = torch.softmax(scores / 0.5, 0)
     got = lexicon.to_matrix(tokenizer)[4, 4:7].double()  # the lexicon's own τ
     assert torch.allclose(got, expected, atol=1e-6)
-    assert torch.allclose(lexicon.to_matrix(tokenizer, temperature=2.0)[4, 4:7].double(), torch.softmax(scores / 2, 0), atol=1e-6)
+    hotter = lexicon.to_matrix(tokenizer, temperature=2.0)[4, 4:7].double()
+    assert torch.allclose(hotter, torch.softmax(scores / 2, 0), atol=1e-6)
     assert lexicon.to_matrix(tokenizer, temperature=0)[4, 4] == 1.0
     assert lexicon.distribution("dax", 0.5)["RED"] == pytest.approx(float(expected[0]))
 
@@ -115,6 +119,13 @@ def test_dropped_entries_warn_with_counts_and_all_dropped_raises():
     with pytest.warns(LexiconCoverageWarning, match=r"3 of 5 lexicon entries were dropped"):
         matrix = lexicon.to_matrix(tokenizer)
     assert row(matrix, tokenizer, "lug") == {"BLUE": 1.0}  # the <pad> entry was dropped, not used
+    assert lexicon.coverage(tokenizer) == {
+        "total": 5,
+        "kept": 2,
+        "dropped": 3,
+        "missing_sources": {"blorp": 1},
+        "missing_targets": {"MAUVE": 1, "<pad>": 1},
+    }
     other = stand_in(["wif"], ["GREEN"])
     with pytest.raises(ValueError, match="none of the lexicon's 5 entries fit this tokenizer"):
         lexicon.to_matrix(other)
@@ -268,7 +279,8 @@ def test_push_to_hub_uploads_lexicon_json(monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     lexicon = learn_lexicon(tuple(zip(*COLORS)), "simple")
-    assert lexicon.push_to_hub("me/colors-lexicon", token="t0k", private=True, commit_message="lexicon") == "commit-info"
+    result = lexicon.push_to_hub("me/colors-lexicon", token="t0k", private=True, commit_message="lexicon")
+    assert result == "commit-info"
     assert calls[0] == ("init", "t0k")
     assert calls[1] == ("create_repo", "me/colors-lexicon", True, True, "model")
     upload = calls[2][1]
@@ -296,7 +308,8 @@ def test_plot_draws_only_rows_and_columns_with_entries(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["I_JUMP", "I_TURN_LEFT", "I_WALK"]
     assert (tmp_path / "lexicon.png").stat().st_size > 1000
     figure = plot_lexicons({"a": lexicon, "b": Lexicon({"walk": {"I_WALK": 1}})}, tmp_path / "both.png")
-    assert len(figure.axes) == 2 and [t.get_text() for t in figure.axes[1].get_yticklabels()] == ["jump", "left", "walk"]
+    assert len(figure.axes) == 2
+    assert [t.get_text() for t in figure.axes[1].get_yticklabels()] == ["jump", "left", "walk"]  # shared axes
     import matplotlib.pyplot as plt
 
     plt.close("all")

@@ -1,7 +1,7 @@
 """Lexicon learning: high-precision token-level translation rules learned from parallel data.
 
     from lexical_hf.lexicon import learn_lexicon, Lexicon
-    lexicon = learn_lexicon(dataset["train"], method="simple")      # or "pmi", "ibm2", "bayesian", "identity", "uniform"
+    lexicon = learn_lexicon(dataset["train"], method="simple")  # or pmi, ibm2, bayesian, identity, uniform
     L = lexicon.to_matrix(tokenizer)                                 # (|V_x|, |V_y|), rows are distributions
     lexicon.save_pretrained("out/")                                  # out/lexicon.json
     Lexicon.from_pretrained("out/")

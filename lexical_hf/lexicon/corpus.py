@@ -154,9 +154,7 @@ class ParallelCorpus:
         if "triples" not in self._cache:
             src_example, _, _ = self.source.types_per_example
             tgt_example, _, _ = self.target.types_per_example
-            n = self.num_examples
-            src_per_example = np.bincount(src_example, minlength=n)
-            tgt_per_example = np.bincount(tgt_example, minlength=n)
+            tgt_per_example = np.bincount(tgt_example, minlength=self.num_examples)
             tgt_start = np.concatenate([[0], np.cumsum(tgt_per_example)[:-1]])
             # each source-type row is repeated once per target type of its example
             repeats = tgt_per_example[src_example]
@@ -165,7 +163,6 @@ class ParallelCorpus:
             within = np.arange(len(src_row), dtype=np.int64) - block_start
             tgt_row = np.repeat(tgt_start[src_example], repeats) + within
             example = src_example[src_row]
-            del src_per_example
             self._cache["triples"] = (example, src_row, tgt_row)
         return self._cache["triples"]
 
@@ -186,7 +183,7 @@ class ParallelCorpus:
             order = np.argsort(b_of_row, kind="stable")
             bounds = np.flatnonzero(np.r_[True, np.diff(b_of_row[order]) != 0, True])
             keys = []
-            for lo, hi in zip(bounds[:-1], bounds[1:]):
+            for lo, hi in zip(bounds[:-1], bounds[1:]) if len(order) else ():
                 rows = order[lo:hi]
                 b = int(b_of_row[rows[0]])
                 if b == 0:

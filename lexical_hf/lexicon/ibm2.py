@@ -41,8 +41,10 @@ def ibm2_learner(
     ``variant="code"`` reproduces what the paper's released code ran instead: ``fast_align -o`` without ``-d``,
     which is *uniform* alignment (IBM Model 1) with a NULL word weighted like one more position
     (``p(a_i = j) = 1/(n+1)`` for j = NULL, 1..n), NULL winning Viterbi ties, and ``iterations - 1`` EM updates
-    (fast_align's last iteration only writes the alignment); ``tension`` and ``null_probability`` are then ignored. On the Colors data this gives exactly the code's
-    ``COLOR/alignments/intersect.align.o.json`` (dax→RED 6, lug→BLUE 9, wif→GREEN 8, zup→YELLOW 1).
+    (fast_align's last iteration only writes the alignment); ``tension`` and ``null_probability`` are then ignored.
+    On the Colors data this gives exactly the code's ``COLOR/alignments/intersect.align.o.json`` (dax→RED 6,
+    lug→BLUE 9, wif→GREEN 8, zup→YELLOW 1); with the paper's diagonal prior fep→BLUE, blicket→GREEN and kiki→GREEN
+    keep a few links too, because in 2–5 word inputs the prior pulls the last outputs towards the last input word.
     """
     if variant not in ("paper", "code"):
         raise ValueError(f"variant must be 'paper' or 'code', got {variant!r}")
@@ -104,6 +106,7 @@ def viterbi_alignments(
     n = sizes[cell_token]
     prior = np.exp(-tension * (np.abs(i * n - (j + 1) * m) / (m * n)))
     prior *= ((1.0 - p0) / np.add.reduceat(prior, group_start))[cell_token]
+    del i, m, n, j  # one array per cell each: free them before EM
 
     # lexical parameters θ(f | e) over the (e, f) pairs that occur in some cell
     n_f = emitted.vocab_size

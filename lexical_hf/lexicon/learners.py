@@ -24,8 +24,14 @@ Paper vs. released code (github.com/ekinakyurek/lexical), where they differ and 
 * PMI. The code adds no ``log |D|`` (a per-row constant: same distribution) but its soft lexicon is a softmax of
   ``2·100·softmax(pmi)/τ`` over *all* output tokens; here ``L ∝ exp(pmi / τ)`` over co-occurring pairs, as in the
   paper. The hard (τ = 0) lexicons agree: the argmax of PMI.
-* IBM Model 2. The code ran ``fast_align`` (optimised diagonal tension, a NULL word) and ``atools -c intersect``;
-  here EM runs on the paper's fixed prior ``exp(-|i/m - j/n|)`` without a NULL word unless ``null_probability > 0``.
+* IBM Model 2. The paper describes the diagonal prior ``exp(-|i/m - j/n|)``; the code ran ``fast_align -o`` without
+  ``-d`` and ``atools -c intersect``, i.e. uniform alignment with a NULL word (IBM Model 1). The default follows the
+  paper (no NULL word unless ``null_probability > 0``); ``variant="code"`` reproduces the code, and gives exactly the
+  code's stored Colors lexicon. They differ on short inputs: the diagonal prior lets function words at the end of an
+  input keep links to the outputs at the end (Colors: fep→BLUE, blicket→GREEN, kiki→GREEN; SCAN: around→I_TURN_LEFT,
+  the paper's own Figure 3 observation).
+* Bayesian. The repository holds the sampler's outputs (``goodman.json`` per dataset) but not the sampler; the number
+  of samples (2000) is inferred from them. Its sample counts per pair become posterior probabilities here.
 * Soft lexicons in the code also give weight ``exp(0)`` to every non-entry output; here only entries get mass and
   inputs without entries follow the fallback rule (see `Lexicon`).
 """
@@ -213,7 +219,9 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
     except ImportError:  # pragma: no cover - datasets is a dependency
         datasets = None
     if datasets is not None and isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
-        raise ValueError(f"learn_lexicon needs one split, not a DatasetDict: pass e.g. data['train'] (splits: {list(data)})")
+        raise ValueError(
+            f"learn_lexicon needs one split, not a DatasetDict: pass e.g. data['train'] (splits: {list(data)})"
+        )
     if datasets is not None and isinstance(data, datasets.IterableDataset):
         rows = list(data.select_columns([source_column, target_column]))
         data = {source_column: [r[source_column] for r in rows], target_column: [r[target_column] for r in rows]}

@@ -221,8 +221,18 @@ class Lexicon:
         return dict(zip(outputs, probabilities.tolist()))
 
     # ------------------------------------------------------------------ the matrix L
-    def _resolve(self, tokenizer):
-        """Map entries onto a tokenizer: ``{source: {target: score}}`` restricted to the entries it can represent."""
+    def coverage(self, tokenizer) -> dict[str, Any]:
+        """How many entries ``tokenizer`` can represent, without warning or raising.
+
+        Returns ``{"total", "kept", "dropped", "missing_sources": {token: entries}, "missing_targets": {token:
+        entries}}``: an entry is dropped when its source token is not an ordinary token of the source vocabulary or
+        its target token is not a generatable, non-special token of the target vocabulary.
+        """
+        return self._resolve(tokenizer, check=False)[3]
+
+    def _resolve(self, tokenizer, check: bool = True):
+        """Map entries onto a tokenizer: ``{source: {target: score}}`` restricted to the entries it can represent;
+        with ``check``, warn about dropped entries and raise if none is left."""
         source_vocab = dict(tokenizer.source_vocab)
         target_vocab = dict(tokenizer.target_vocab)
         missing_specials = [t for t in SPECIAL_TOKENS if t not in target_vocab]
@@ -251,8 +261,14 @@ class Lexicon:
                 kept[source] = row
         total = self.num_entries
         dropped = sum(missing_sources.values()) + sum(missing_targets.values())
-        report = {"total": total, "dropped": dropped, "sources": missing_sources, "targets": missing_targets}
-        if dropped:
+        report = {
+            "total": total,
+            "kept": total - dropped,
+            "dropped": dropped,
+            "missing_sources": missing_sources,
+            "missing_targets": missing_targets,
+        }
+        if dropped and check:
             message = (
                 f"{dropped} of {total} lexicon entries were dropped because the tokenizer cannot represent them: "
                 f"{sum(missing_sources.values())} have a source token that is not an ordinary (non-special) token of "
@@ -290,7 +306,7 @@ class Lexicon:
         n_rows = max(source_vocab.values()) + 1
         n_cols = max(target_vocab.values()) + 1
         content = self._content_target_ids(tokenizer, target_vocab)
-        matrix = np.zeros((n_rows, n_cols), dtype=np.float64)
+        matrix = np.zeros((n_rows, n_cols), dtype=np.float32)  # rows are computed in float64, stored in float32
         unk_id = target_vocab[UNK]
 
         claimed: set[int] = set()
@@ -340,7 +356,7 @@ class Lexicon:
                 matrix[np.ix_(np.array(uniform_rows), spread_over)] = 1.0 / len(spread_over)
             else:  # a target vocabulary with nothing but special tokens
                 matrix[uniform_rows, unk_id] = 1.0
-        return torch.from_numpy(matrix).to(torch.float32)
+        return torch.from_numpy(matrix)
 
     # ------------------------------------------------------------------ metadata
     def config_summary(self) -> dict[str, Any]:
@@ -498,10 +514,8 @@ class Lexicon:
                     break
                 rows.append((source, target, _format_score(score), f"{probabilities[target]:.3f}"))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
-        lines = [
-            "  ".join([row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3].rjust(widths[3])])
-            for row in rows
-        ]
+        justify = (str.ljust, str.ljust, str.rjust, str.rjust)
+        lines = ["  ".join(fit(cell, width) for fit, cell, width in zip(justify, row, widths)) for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
@@ -614,9 +628,20 @@ def plot_lexicons(
     max_inputs: int = 40,
     max_outputs: int = 40,
     suptitle: str | None = None,
+    skip_empty: bool = True,
 ):
-    """Side-by-side heat maps of several lexicons on shared axes (the union of their inputs and outputs)."""
+    """Side-by-side heat maps of several lexicons on shared axes (the union of their inputs and outputs).
+
+    Colour = P(w | v) over the entries at τ (default: each lexicon's own), annotations = scores. Lexicons without
+    entries (e.g. ``identity`` when no token is shared, ``uniform``) are left out unless ``skip_empty=False``; their
+    names are listed in the title.
+    """
     plt = _pyplot()
+    empty = [name for name, lexicon in lexicons.items() if lexicon.num_entries == 0]
+    if skip_empty and len(empty) < len(lexicons):
+        lexicons = {name: lexicon for name, lexicon in lexicons.items() if lexicon.num_entries}
+        if empty:
+            suptitle = (suptitle + "; " if suptitle else "") + f"no entries: {', '.join(empty)}"
     inputs, outputs = _select_axes(list(lexicons.values()), max_inputs, max_outputs)
     n = len(lexicons)
     width = 0.4 * max(len(outputs), 2) + 1.4
