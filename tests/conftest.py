@@ -9,7 +9,8 @@ import torch
 
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
 
-# The test models are tiny: one thread avoids OpenMP synchronisation that makes small ops ~10× slower on 2-vCPU VMs.
+# The test models are tiny: one thread avoids OpenMP synchronisation, which makes small ops many times slower when
+# the 2 vCPUs are shared with other processes (subprocess tests, parallel seeds).
 torch.set_num_threads(1)
 
 WORDS = {"dax": "RED", "lug": "BLUE", "wif": "GREEN", "zup": "YELLOW"}
