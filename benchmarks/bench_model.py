@@ -1,4 +1,5 @@
-"""Speed of the LSTM lexical model on CPU: training tokens/s, generation sentences/s, FLOPs and FLOP/s.
+"""Speed of the lexical model on CPU (LSTM and Transformer backbones): training tokens/s, generation sentences/s,
+FLOPs and FLOP/s.
 
 Usage (writes results/bench_model.json):
 
@@ -13,6 +14,8 @@ What is measured
 * FLOPs per update (batch 128 × 4 accumulation = 512, the paper's setting) counted analytically from the matmuls
   actually executed (padding included; backward = 2 × forward), the achieved FLOP/s, and a plain `torch.matmul`
   FLOP/s measured in the same run: the machine's practical limit.
+* Sizes: `SIZES` maps a name to config kwargs; `transformer_*` entries use `backbone="transformer"` (FLOPs are
+  counted for it too, see `transformer_forward_flops`). Pick some with `--sizes`.
 * The ratio against the reference the issue names: the paper's public code at 2×512 on a 2-core machine trains at
   about 1,100 tokens/s on SCAN jump and 950 tokens/s on COGS.
 """
@@ -35,6 +38,9 @@ REFERENCE_TOKENS_PER_SECOND = {"scan_addprim_jump": 1100.0, "cogs": 950.0}
 SIZES = {
     "paper_2x512": dict(embedding_size=512, hidden_size=512, num_layers=2, dropout=0.4, output_dropout=0.5),
     "small_1x64": dict(embedding_size=64, hidden_size=64, num_layers=1, dropout=0.1),
+    # The Transformer CPU preset (benchmarks/train_transformer.py): 3+3 pre-norm layers, d_model 64, relative positions
+    "transformer_small": dict(backbone="transformer", embedding_size=64, hidden_size=64, num_layers=3,
+                              num_attention_heads=4, ffn_size=256, dropout=0.1, position_encoding="relative"),
 }
 
 
@@ -71,6 +77,13 @@ def encode(tokenizer, batch):
 
 def forward_flops(config, batch_size, source_len, target_len):
     """Multiply-adds × 2 of every matmul the model runs on one padded batch."""
+    if config.backbone == "transformer":
+        return transformer_forward_flops(config, batch_size, source_len, target_len)
+    return lstm_forward_flops(config, batch_size, source_len, target_len)
+
+
+def lstm_forward_flops(config, batch_size, source_len, target_len):
+    """Multiply-adds × 2 of every matmul the LSTM model runs on one padded batch."""
     E, H, L = config.embedding_size, config.hidden_size, config.num_layers
     V = config.target_vocab_size
     B, S, T = batch_size, source_len, target_len
@@ -80,6 +93,23 @@ def forward_flops(config, batch_size, source_len, target_len):
     decoder_step = B * (lstm(E + H) + (L - 1) * lstm(H) + 2 * 2 * S * H + 2 * 2 * H * H)
     head = 2 * B * T * (H * V + S * V + H)
     return encoder + keys + T * decoder_step + head
+
+
+def transformer_forward_flops(config, batch_size, source_len, target_len):
+    """Multiply-adds × 2 of every matmul the Transformer model runs on one padded batch (teacher forcing: the full
+    T × T self-attention is computed, masked or not; layer norms, softmaxes and dropout are not counted)."""
+    E, d, L, V = config.embedding_size, config.hidden_size, config.num_layers, config.target_vocab_size
+    F = config.ffn_size or 4 * d
+    B, S, T = batch_size, source_len, target_len
+    relative = config.position_encoding == "relative"
+    projection = E * d if E != d else 0
+    attention = lambda queries, keys: 4 * d * d * queries + 2 * queries * keys * d + (queries * keys * d if relative else 0)  # noqa: E731
+    encoder = B * (S * projection + L * (attention(S, S) + 2 * d * F * S))
+    cross = 2 * d * d * T + 2 * d * d * S + 2 * T * S * d  # Q/O on targets, K/V on the memory, scores and context
+    decoder = B * (T * projection + L * (attention(T, T) + cross + 2 * d * F * T))
+    dedicated = B * (d * d * (T + S) + T * S * d) if config.attention_source == "dedicated_head" else 0
+    head = B * T * (d * V + S * V + d)
+    return 2 * (encoder + decoder + dedicated + head)
 
 
 def matmul_flops_per_second(size=1024, repeats=20):
@@ -148,7 +178,7 @@ def main(argv=None):
         "command": "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cpu_count": os.cpu_count(), "torch_threads_measured": args.threads, "torch": torch.__version__,
-                    "python": platform.python_version()},
+                    "python": platform.python_version(), "load_average_1min_at_start": os.getloadavg()[0]},
         "matmul_flops_per_second": {},
         "reference_tokens_per_second": REFERENCE_TOKENS_PER_SECOND,
         "results": {},
@@ -183,6 +213,7 @@ def main(argv=None):
                 entry[f"generate_beam{beams}"] = result
                 print(f"{task} {size} threads={threads} generate beam={beams}: {result['sentences_per_second']:.1f} sentences/s")
             report["results"][f"{task}/{size}/threads={threads}"] = entry
+    report["machine"]["load_average_1min_at_end"] = os.getloadavg()[0]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")
