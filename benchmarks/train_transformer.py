@@ -28,9 +28,9 @@ from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGenerat
 from lexical_hf.lexicon import learn_lexicon
 
 # The Transformer CPU preset (measured on SCAN addprim_jump with OMP_NUM_THREADS=1; see results/transformer_scan_jump.md)
-CPU_PRESET = dict(embedding_size=128, hidden_size=128, num_layers=3, num_attention_heads=4, ffn_size=256,
+CPU_PRESET = dict(embedding_size=64, hidden_size=64, num_layers=3, num_attention_heads=4, ffn_size=256,
                   dropout=0.1, attention_dropout=0.0, norm_first=True, position_encoding="relative",
-                  attention_source="cross_attention_mean", batch_size=64, max_steps=2000, learning_rate=1e-3,
+                  attention_source="cross_attention_mean", batch_size=64, max_steps=4000, learning_rate=2e-3,
                   warmup_steps=300, weight_decay=0.0, max_grad_norm=1.0)
 MODEL_KEYS = ("embedding_size", "hidden_size", "num_layers", "num_attention_heads", "ffn_size", "dropout",
               "attention_dropout", "norm_first", "position_encoding", "attention_source", "output_dropout", "gate")
@@ -39,7 +39,7 @@ MODEL_KEYS = ("embedding_size", "hidden_size", "num_layers", "num_attention_head
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--benchmark", default="scan")
-    parser.add_argument("--benchmark-config", default="addprim_jump")
+    parser.add_argument("--benchmark-config", default=None, help="e.g. addprim_jump for scan")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--lexicon", default="simple", help="none | simple | ... (any learn_lexicon method)")
     parser.add_argument("--seeds", default="0,1,2")
@@ -48,6 +48,8 @@ def parse_args(argv):
     parser.add_argument("--generation-num-beams", type=int, default=1)
     parser.add_argument("--eval-batch-size", type=int, default=256)
     parser.add_argument("--max-eval-samples", type=int, default=None)
+    parser.add_argument("--eval-train-samples", type=int, default=0, help="also report exact match on this many training pairs")
+    parser.add_argument("--save-dir", default=None, help="save the first seed's model and tokenizer here")
     parser.add_argument("--out", required=True)
     for key, value in CPU_PRESET.items():
         flag = "--" + key.replace("_", "-")
@@ -125,8 +127,16 @@ def main(argv=None):
             predictions = predict(model, tokenizer, list(data["source"]), args.eval_batch_size, args.generation_num_beams)
             metrics[split] = {"exact_match": evaluation.exact_match(predictions, list(data["target"])),
                               "num_examples": len(data), "eval_seconds": time.perf_counter() - start}
+        if args.eval_train_samples:
+            data = raw["train"].shuffle(seed=0).select(range(min(args.eval_train_samples, len(raw["train"]))))
+            predictions = predict(model, tokenizer, list(data["source"]), args.eval_batch_size, args.generation_num_beams)
+            metrics["train_sample"] = {"exact_match": evaluation.exact_match(predictions, list(data["target"])),
+                                       "num_examples": len(data)}
+        if args.save_dir and seed == seeds[0]:
+            model.save_pretrained(args.save_dir)
+            tokenizer.save_pretrained(args.save_dir)
         report["per_seed"][str(seed)] = metrics
-        print(f"[seed {seed}] " + "  ".join(f"{s}: EM {metrics[s]['exact_match']:.4f}" for s in test_splits)
+        print(f"[seed {seed}] " + "  ".join(f"{s}: EM {metrics[s]['exact_match']:.4f}" for s in [*test_splits, "train_sample"] if s in metrics)
               + f"  train {train_seconds:.0f}s", flush=True)
     report["summary"] = {}
     for split in test_splits:
