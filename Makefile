@@ -4,7 +4,7 @@
 PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: install test demo
+.PHONY: install test demo reproduce
 
 install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION)
@@ -17,3 +17,9 @@ test: install
 demo: install
 	HF_HUB_OFFLINE=1 $(PYTHON) examples/run_lexical.py --benchmark colors --lexicon simple --seeds 0-3 \
 		--parallel_seeds 2 --output_dir outputs/colors-simple-demo --disable_tqdm true
+
+# One row of the paper's tables, e.g. `make reproduce TASK=scan-jump ROW=simple` (TIER=paper on a GPU; SEEDS=0-9).
+# Writes results/<task>/<row>.json, outputs/reproduce/lexical-<task>-<row>/ and rebuilds results/README.md.
+TIER ?= cpu
+reproduce: install
+	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS))

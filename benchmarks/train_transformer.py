@@ -4,10 +4,12 @@
     OMP_NUM_THREADS=1 python benchmarks/train_transformer.py --benchmark scan --benchmark-config addprim_jump \
         --lexicon simple --seeds 0,1,2 --out results/transformer_scan_jump_simple.json
 
-A small stand-in for `examples/run_lexical.py --backbone transformer` until its ModelArguments carry the Transformer
-fields: the same pieces (load_benchmark → LexicalTokenizer → learn_lexicon → Seq2SeqTrainer with the inverse-sqrt
-schedule → greedy generate() on every test split, final weights, no checkpoint selection), with the Transformer's
-settings exposed as flags. Writes one JSON with the command, the machine, the settings and per-seed metrics.
+The script behind `results/transformer_*.json` (see results/transformer.md), kept so those commands still run.
+It is the same pipeline as `examples/run_lexical.py --backbone transformer --preset cpu` (load_benchmark →
+LexicalTokenizer → learn_lexicon → Seq2SeqTrainer with the inverse-sqrt schedule → greedy generate() on every test
+split, final weights, no checkpoint selection) with fewer features; new runs should use run_lexical.py, whose
+Transformer preset has the same settings. Writes one JSON with the command, the machine, the settings and per-seed
+metrics.
 """
 
 import argparse

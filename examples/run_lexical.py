@@ -41,6 +41,7 @@ from transformers.trainer_utils import get_last_checkpoint
 import lexical_hf
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
 from lexical_hf import evaluation
+from lexical_hf.cli import parse_learner_params
 from lexical_hf.lexicon import apply_lexicon, learn_lexicon
 from lexical_hf.results import results_markdown, summarize
 
@@ -73,6 +74,18 @@ PRESETS = {
             "scan": {**_CPU_COMMON, "output_dropout": 0.5, "validation_fraction": 0.01}},
     "none": {"default": {}},
 }
+# The Transformer backbone has no paper recipe: only a CPU preset (measured on SCAN addprim_jump and Colors, see
+# results/transformer_*.md) and "none". Relative positions, 3 × 64-wide layers, final weights (no selection).
+_CPU_TRANSFORMER = {
+    "embedding_size": 64, "hidden_size": 64, "num_layers": 3, "num_attention_heads": 4, "ffn_size": 256,
+    "dropout": 0.1, "attention_dropout": 0.0, "norm_first": True, "position_encoding": "relative",
+    "attention_source": "cross_attention_mean", "output_dropout": 0.0,
+    "optim": "adamw_torch", "weight_decay": 0.0, "adam_beta1": 0.9, "adam_beta2": 0.998,
+    "lr_scheduler_type": "inverse_sqrt", "warmup_steps": 300, "learning_rate": 2e-3, "per_device_train_batch_size": 64,
+    "gradient_accumulation_steps": 1, "max_steps": 4000, "max_grad_norm": 1.0, "generation_num_beams": 1,
+    "selection": "final",
+}
+TRANSFORMER_PRESETS = {"cpu": {"default": _CPU_TRANSFORMER}, "none": {"default": {}}}
 
 
 @dataclass
@@ -95,24 +108,34 @@ class LexiconArguments:
     lexicon_temperature: float = field(default=0.0, metadata={"help": "τ of L (0 = hard, the paper's main setting)"})
     learn_lexicon: bool = field(default=False, metadata={"help": "fine-tune L with the model (the paper's 'soft and fine-tuned')"})
     lexicon_seed: int = field(default=0, metadata={"help": "seed of sampling learners (bayesian); the lexicon is learned once"})
+    lexicon_params: str | None = field(default=None, metadata={"help": "learner hyperparameters NAME=VALUE,…, e.g. variant=code for ibm2 (the paper's released aligner)"})
 
 
 @dataclass
 class ModelArguments:
-    backbone: str = field(default="lstm", metadata={"help": "lstm"})
+    backbone: str = field(default="lstm", metadata={"help": "lstm | transformer (presets: cpu, none)"})
     embedding_size: int | None = field(default=None, metadata={"help": "preset: 512"})
     hidden_size: int | None = field(default=None, metadata={"help": "preset: 512"})
     num_layers: int | None = field(default=None, metadata={"help": "preset: 2"})
     bidirectional_encoder: bool = field(default=False)
     dropout: float | None = field(default=None, metadata={"help": "preset: 0.4"})
     output_dropout: float | None = field(default=None, metadata={"help": "extra dropout before p_write (paper: 0.5 on SCAN, Colors)"})
+    feed_dropout: bool = field(default=False, metadata={"help": "lstm: drop the fed-back output vector as the paper's code does"})
     gate: str = field(default="sigmoid", metadata={"help": "sigmoid (paper) | copy_token (paper's code)"})
     max_decode_length: int = field(default=128)
+    # Transformer only (None: the preset's value, else LexicalSeq2SeqConfig's default)
+    num_attention_heads: int | None = field(default=None, metadata={"help": "transformer: heads per attention (cpu preset: 4)"})
+    ffn_size: int | None = field(default=None, metadata={"help": "transformer: feed-forward size (cpu preset: 256)"})
+    norm_first: bool | None = field(default=None, metadata={"help": "transformer: pre-norm (true) or post-norm"})
+    position_encoding: str | None = field(default=None, metadata={"help": "transformer: sinusoidal | learned | relative"})
+    relative_attention_max_distance: int | None = field(default=None, metadata={"help": "transformer: clip distance k"})
+    attention_source: str | None = field(default=None, metadata={"help": "transformer: cross_attention_mean | dedicated_head"})
+    attention_dropout: float | None = field(default=None, metadata={"help": "transformer: dropout on attention weights"})
 
 
 @dataclass
 class ExperimentArguments:
-    preset: str = field(default="paper", metadata={"help": "paper | cpu | none: fills every setting not given"})
+    preset: str | None = field(default=None, metadata={"help": "paper | cpu | none: fills every setting not given (default: paper; cpu for the transformer)"})
     seeds: str = field(default="0", metadata={"help": "e.g. 0-9 or 0,3,7: one training per seed"})
     selection: str = field(default="validation", metadata={"help": "validation (best validation EM) | final (paper)"})
     keep_seed_checkpoints: bool = field(default=False, metadata={"help": "keep every seed's Trainer checkpoints"})
@@ -145,11 +168,14 @@ def preset_values(argv: list[str]) -> dict:
                 return arg.split("=", 1)[1]
         return default
 
-    preset, benchmark = flag("preset", "paper"), flag("benchmark", "colors")
-    if preset not in PRESETS:
-        raise ValueError(f"--preset must be one of {list(PRESETS)}, got {preset!r}")
-    table = PRESETS[preset]
-    return dict(table.get(lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default", table["default"]))
+    preset, benchmark, backbone = flag("preset", None), flag("benchmark", "colors"), flag("backbone", "lstm")
+    presets = TRANSFORMER_PRESETS if backbone == "transformer" else PRESETS
+    preset = preset or ("cpu" if backbone == "transformer" else "paper")
+    if preset not in presets:
+        raise ValueError(f"--preset for --backbone {backbone} must be one of {list(presets)}, got {preset!r}")
+    table = presets[preset]
+    values = table.get(lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default", table["default"])
+    return {"preset": preset, **values}
 
 
 def parse_arguments(argv: list[str]):
@@ -257,14 +283,20 @@ def markdown_table(results: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- one seed
+TRANSFORMER_FIELDS = ("num_attention_heads", "ffn_size", "norm_first", "position_encoding",
+                      "relative_attention_max_distance", "attention_source", "attention_dropout")
+
+
 def build_model(model_args, lexicon_args, tokenizer, lexicon) -> LexicalSeq2SeqForConditionalGeneration:
     mode = {"none": "none", "copy": "copy"}.get(lexicon_args.lexicon, "lexical")
     config = LexicalSeq2SeqConfig(
         source_vocab_size=tokenizer.source_vocab_size, target_vocab_size=tokenizer.target_vocab_size,
         backbone=model_args.backbone, embedding_size=model_args.embedding_size, hidden_size=model_args.hidden_size,
         num_layers=model_args.num_layers, bidirectional_encoder=model_args.bidirectional_encoder,
-        dropout=model_args.dropout, output_dropout=model_args.output_dropout, lexical_mode=mode, gate=model_args.gate,
+        dropout=model_args.dropout, output_dropout=model_args.output_dropout, feed_dropout=model_args.feed_dropout,
+        lexical_mode=mode, gate=model_args.gate,
         train_lexicon=lexicon_args.learn_lexicon, max_decode_length=model_args.max_decode_length,
+        **{name: getattr(model_args, name) for name in TRANSFORMER_FIELDS if getattr(model_args, name) is not None},
     )
     model = LexicalSeq2SeqForConditionalGeneration(config)
     if lexicon is not None:
@@ -338,8 +370,9 @@ def main(argv=None):
     if lexicon_args.lexicon != "none":
         method = "identity" if lexicon_args.lexicon == "copy" else lexicon_args.lexicon
         provenance = {"dataset": data_args.benchmark or data_args.train_file, "config": data_args.benchmark_config, "split": "train"}
+        params = parse_learner_params(lexicon_args.lexicon_params.split(",")) if lexicon_args.lexicon_params else {}
         lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
-                                seed=lexicon_args.lexicon_seed, provenance=provenance)
+                                seed=lexicon_args.lexicon_seed, provenance=provenance, **params)
         covered = apply_lexicon(raw["train"], lexicon, tokenizer=tokenizer)
         coverage = [c for c in covered["lexicon_coverage"] if c is not None]
         logger.info(f"{lexicon.method} lexicon: {lexicon.num_entries} entries; mean target coverage on train "

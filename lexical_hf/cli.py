@@ -92,7 +92,9 @@ def _add_lexicon_command(subparsers) -> None:
     command.set_defaults(handler=_run_lexicon)
 
 
-def _parse_params(pairs: Sequence[str]) -> dict:
+def parse_learner_params(pairs: Sequence[str]) -> dict:
+    """``["iterations=10", "variant=code"]`` → ``{"iterations": 10, "variant": "code"}`` (values parsed as JSON when
+    they can be, else kept as strings). Shared with ``examples/run_lexical.py --lexicon_params``."""
     params = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -151,7 +153,7 @@ def _run_lexicon(args) -> int:
     unknown = [m for m in methods if m not in available_methods()]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known methods: {', '.join(available_methods())}")
-    params = _parse_params(args.param)
+    params = parse_learner_params(args.param)
     data, provenance = _load_data(args)
     lexicons, seconds = {}, {}
     for method in methods:

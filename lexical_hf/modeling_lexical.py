@@ -92,7 +92,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             lexical_mode=config.lexical_mode,
             gate=config.gate,
             train_lexicon=config.train_lexicon,
-            output_dropout=config.output_dropout,
+            # with feed_dropout the LSTM applies output_dropout itself, before the features are fed back
+            output_dropout=0.0 if config.feed_dropout and config.backbone == "lstm" else config.output_dropout,
         )
         self.lexicon = None  # the Lexicon artifact L was built from, if any (saved as lexicon.json)
         self.post_init()

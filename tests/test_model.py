@@ -258,3 +258,30 @@ def test_lstm_step_matches_torch_lstm(toy_tokenizer, toy_data):
         _, (expected_h, expected_c) = decoder.lstm(step_input, (cache.hidden, cache.cell))
     torch.testing.assert_close(new_cache.hidden, expected_h, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(new_cache.cell, expected_c, atol=1e-6, rtol=1e-5)
+
+
+def test_feed_dropout_drops_the_fed_back_vector_only_in_training(toy_tokenizer, toy_data):
+    """feed_dropout (the paper's code): output_dropout moves from the head into the decoder, where it also hits the
+    fed-back vector. Same weights, eval mode: identical log-probs; training mode: the feed is dropped."""
+    batch = encode_batch(toy_tokenizer, toy_data[:6])
+    plain = lexical_model(toy_tokenizer, output_dropout=0.5)
+    code = lexical_model(toy_tokenizer, output_dropout=0.5, feed_dropout=True)
+    code.load_state_dict(plain.state_dict())
+    assert plain.lexical_head.output_dropout.p == 0.5 and code.lexical_head.output_dropout.p == 0.0
+    assert code.model.decoder.output_dropout.p == 0.5
+    with torch.no_grad():
+        torch.testing.assert_close(code(**batch).logits, plain(**batch).logits)
+
+    def zero_fraction(model):
+        model.train()
+        torch.manual_seed(0)
+        with torch.no_grad():
+            encoder_outputs = model.get_encoder()(batch["input_ids"], batch["attention_mask"])
+            features, *_ = model.model.decoder(batch["labels"].clamp(min=1), encoder_outputs, batch["attention_mask"])
+        model.eval()
+        return (features == 0).float().mean().item()
+
+    # the head reads the decoder's features: with feed_dropout they (and so the fed-back vector) carry the 0.5 drop
+    dropout = plain.config.dropout
+    assert zero_fraction(plain) == pytest.approx(dropout, abs=0.08)
+    assert zero_fraction(code) == pytest.approx(1 - (1 - dropout) * 0.5, abs=0.08)

@@ -74,11 +74,13 @@ def test_same_seeds_give_the_same_metrics_sequentially_and_in_parallel_processes
     assert (tmp_path / "b" / "model.safetensors").exists()
 
 
-def test_accelerate_launch_single_process(tmp_path):
+@pytest.mark.parametrize("backbone", ["lstm", "transformer"])
+def test_accelerate_launch_single_process(tmp_path, backbone):
     launcher = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "1",
                 "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
-    run(launcher, tmp_path, ["--seeds", "0"])
+    run(launcher, tmp_path, ["--seeds", "0", "--backbone", backbone])
     check_output_folder(tmp_path, [0])
+    assert json.loads((tmp_path / "config.json").read_text())["backbone"] == backbone
 
 
 def test_accelerate_launch_two_cpu_processes(tmp_path):
@@ -113,3 +115,26 @@ def test_bad_arguments_fail_clearly(tmp_path):
     result = subprocess.run([sys.executable, str(SCRIPT), "--lexicon", "magic", "--output_dir", str(tmp_path)],
                             capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode != 0 and "--lexicon must be one of" in result.stderr
+
+
+def test_transformer_backbone_uses_its_cpu_preset_and_round_trips(tmp_path):
+    run([sys.executable], tmp_path, ["--seeds", "0", "--backbone", "transformer", "--num_attention_heads", "2",
+                                     "--position_encoding", "relative", "--relative_attention_max_distance", "3"])
+    results = check_output_folder(tmp_path, [0])
+    assert results["preset"] == "cpu"  # the Transformer's default preset (it has no paper recipe)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["backbone"] == "transformer" and config["hidden_size"] == 16  # flags override the preset
+    assert config["num_attention_heads"] == 2 and config["relative_attention_max_distance"] == 3
+    assert config["num_layers"] == 1 and config["ffn_size"] == 256  # ffn_size comes from the preset
+
+    from transformers import AutoModelForSeq2SeqLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(tmp_path)
+    assert type(model.model.encoder).__name__.startswith("Transformer")
+
+
+def test_transformer_backbone_has_no_paper_preset(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPT), "--backbone", "transformer", "--preset", "paper",
+                             "--output_dir", str(tmp_path)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode != 0 and "--preset for --backbone transformer must be one of ['cpu', 'none']" in result.stderr

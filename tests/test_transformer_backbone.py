@@ -280,11 +280,12 @@ def test_save_and_load_through_auto_class_is_strict_and_bit_exact(toy_tokenizer,
     (dict(attention_source="first_layer"), "attention_source"),
     (dict(attention_dropout=1.0), "attention_dropout"),
     (dict(ffn_size=0), "ffn_size"),
+    (dict(feed_dropout=True), "feed_dropout is an LSTM option"),
 ])
 def test_config_rejects_bad_transformer_settings(overrides, message):
     with pytest.raises((ValueError, StrictDataclassClassValidationError), match=message):
         LexicalSeq2SeqConfig(backbone="transformer", **overrides)
-    if "hidden_size" in overrides:  # transformer-only constraints do not apply to the LSTM
+    if "hidden_size" in overrides or "feed_dropout" in overrides:  # transformer-only constraints: the LSTM accepts them
         LexicalSeq2SeqConfig(backbone="lstm", **overrides)
 
 

@@ -10,6 +10,9 @@ Decoder step i (Luong-style input feeding)::
     c_i      = Σ_j α_i^j e_j
     o_i      = dropout(W_o [c_i; h_i])                              fed to the next step and to p_write
 
+With ``config.feed_dropout`` (the paper's public code) o_i also goes through ``output_dropout`` before it is fed back,
+and the fed-back o_{i-1} is dropped again with the embedding at the LSTM input.
+
 The head receives features o_i, gate features h_i and α_i. Input feeding makes the decoder sequential in i, so the
 step loop runs over target positions (each step handles the whole batch); everything that does not depend on the
 recurrence (embeddings, attention keys, the output projection in the head) is computed once for all steps.
@@ -141,6 +144,8 @@ class LSTMAttentionDecoder(nn.Module):
         )
         self.attention_query = nn.Linear(hidden, hidden, bias=False)  # W_att
         self.combine = nn.Linear(2 * hidden, hidden)  # W_o
+        self.feed_dropout = config.feed_dropout
+        self.output_dropout = nn.Dropout(config.output_dropout if config.feed_dropout else 0.0)
 
     def initial_cache(self, encoder_outputs: LexicalEncoderOutput) -> LSTMDecoderCache:
         hidden = encoder_outputs.final_hidden.transpose(0, 1).contiguous()
@@ -191,10 +196,10 @@ class LSTMAttentionDecoder(nn.Module):
         feed = cache.feed
         outputs, tops, attentions = [], [], []
         for step in range(decoder_input_ids.shape[1]):
-            layer_input = feed
+            layer_input = self.dropout(feed) if self.feed_dropout else feed
             for layer, (_, w_merged, bias) in enumerate(weights):
                 if layer == 0:
-                    gates = torch.addmm(embedding_gates[:, step], torch.cat([feed, hidden[0]], 1), w_merged.t())
+                    gates = torch.addmm(embedding_gates[:, step], torch.cat([layer_input, hidden[0]], 1), w_merged.t())
                 else:
                     layer_input = nn.functional.dropout(layer_input, between_layers, self.training)
                     gates = torch.addmm(bias, torch.cat([layer_input, hidden[layer]], 1), w_merged.t())
@@ -204,7 +209,7 @@ class LSTMAttentionDecoder(nn.Module):
             scores = torch.bmm(top.unsqueeze(1), keys).squeeze(1).masked_fill(padding, float("-inf"))
             attention = scores.softmax(-1)  # (B, S)
             context = torch.bmm(attention.unsqueeze(1), memory).squeeze(1)  # (B, H)
-            feed = self.dropout(self.combine(torch.cat([context, top], dim=-1)))
+            feed = self.output_dropout(self.dropout(self.combine(torch.cat([context, top], dim=-1))))
             outputs.append(feed)
             tops.append(top)
             attentions.append(attention)

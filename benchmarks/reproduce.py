@@ -1,0 +1,225 @@
+#!/usr/bin/env python
+"""Reproduce one row of the paper's tables with `examples/run_lexical.py`, and rebuild `results/README.md`.
+
+    python benchmarks/reproduce.py --task colors --row simple              # Colors, paper recipe, 16 seeds
+    python benchmarks/reproduce.py --task scan-jump --row simple           # SCAN addprim_jump, CPU tier, 5 seeds
+    python benchmarks/reproduce.py --task scan-jump --row simple --tier paper --seeds 0-9   # GPU tier
+    python benchmarks/reproduce.py --summarize                             # results/README.md + figures only
+
+(`make reproduce TASK=scan-jump ROW=simple` runs the first form.) One call trains every seed of one cell row
+(`--parallel_seeds` processes at a time, one CPU thread each), leaves the Hub-ready folder of the first seed in
+`outputs/reproduce/lexical-<task>-<row>[-<tier>]` (weights, tokenizer, lexicon.json, results.json, model card) and
+copies its results.json to `results/<task>/<row>[.<tier>].json`. `--summarize` then writes `results/README.md`:
+ours beside the paper's number for every row that was run, and a per-seed accuracy strip per task.
+
+Tiers: `cpu` runs `--preset cpu` (reduced model and steps, see `examples/run_lexical.py`; Colors always runs the
+paper recipe, it is tiny); `paper` runs `--preset paper` (2×512 LSTM, batch 128 × 4, 8,000 updates) and is meant for
+a GPU. Every row file records its command, seeds, preset, machine and wall time.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "results"
+
+TASKS = {  # name → (run_lexical arguments, metric reported in the table, default seeds per tier)
+    "colors": (["--benchmark", "colors"], "exact_match", {"cpu": "0-15", "paper": "0-15"}),
+    "scan-jump": (["--benchmark", "scan", "--benchmark_config", "addprim_jump"], "exact_match", {"cpu": "0-4", "paper": "0-9"}),
+    "scan-around-right": (["--benchmark", "scan", "--benchmark_config", "template_around_right"], "exact_match",
+                          {"cpu": "0-4", "paper": "0-9"}),
+    "cogs": (["--benchmark", "cogs"], "exact_match", {"cpu": "0-2", "paper": "0-9"}),
+    "eng-cmn": (["--benchmark", "eng_cmn"], "bleu_paper", {"cpu": "0-2", "paper": "0-9"}),
+}
+ROWS = {  # name → (table label, run_lexical arguments)
+    "lstm": ("LSTM", ["--lexicon", "none"]),
+    "copy": ("LSTM + copy", ["--lexicon", "copy"]),
+    "simple": ("+ Lex: Simple", ["--lexicon", "simple"]),
+    "pmi": ("+ Lex: PMI", ["--lexicon", "pmi"]),
+    # the paper's IBM Model 2 numbers come from its released aligner (fast_align -o, intersect): variant=code
+    "ibm2": ("+ Lex: IBM Model 2", ["--lexicon", "ibm2", "--lexicon_params", "variant=code"]),
+    "bayesian": ("+ Lex: Bayesian", ["--lexicon", "bayesian"]),
+    "uniform": ("+ Lex: uniform, learned", ["--lexicon", "uniform", "--learn_lexicon", "true"]),
+    "simple-soft": ("+ Lex: Simple, soft (τ = 0.1)", ["--lexicon", "simple", "--lexicon_temperature", "0.1"]),
+    "simple-soft-learned": ("+ Lex: Simple, soft and fine-tuned",
+                            ["--lexicon", "simple", "--lexicon_temperature", "0.1", "--learn_lexicon", "true"]),
+}
+# The paper's numbers (Akyürek & Andreas 2021, Tables 2, 4, 5), as stated in the project's issues: (mean, std).
+PAPER = {
+    "colors": {"lstm": (0.00, 0.00), "simple": (0.79, 0.02), "pmi": (0.41, 0.19), "ibm2": (0.79, 0.02),
+               "bayesian": (0.51, 0.21)},
+    "scan-jump": {"lstm": (0.00, 0.00), "simple": (0.92, 0.17), "pmi": (0.95, 0.08), "ibm2": (0.79, 0.27),
+                  "bayesian": (0.82, 0.21)},
+    "scan-around-right": {"lstm": (0.09, 0.05), "simple": (0.95, 0.01), "pmi": (0.02, 0.04), "ibm2": (0.00, 0.00),
+                          "bayesian": (0.02, 0.04)},
+    "cogs": {"lstm": (0.51, 0.05), "copy": (0.66, 0.03), "simple": (0.82, 0.01), "pmi": (0.82, 0.00),
+             "ibm2": (0.82, 0.00), "bayesian": (0.70, 0.04), "uniform": (0.56, 0.07), "simple-soft": (0.83, 0.00),
+             "simple-soft-learned": (0.83, 0.01)},
+    "eng-cmn": {"lstm": (24.18, None), "simple": (24.35, None), "pmi": (24.36, None), "ibm2": (25.49, None)},
+}
+PAPER_ONE_SHOT = {"eng-cmn": {"lstm": 17.47, "simple": 18.46, "pmi": 18.46, "ibm2": 19.62}}
+TASK_TITLES = {"colors": "Colors (test)", "scan-jump": "SCAN addprim_jump (test)",
+               "scan-around-right": "SCAN template_around_right (test)", "cogs": "COGS", "eng-cmn": "English–Chinese"}
+
+
+def row_file(task: str, row: str, tier: str) -> Path:
+    suffix = "" if tier == "cpu" or task == "colors" else f".{tier}"
+    return RESULTS / task / f"{row}{suffix}.json"
+
+
+def run_row(args) -> Path:
+    task_args, _, default_seeds = TASKS[args.task]
+    _, row_args = ROWS[args.row]
+    seeds = args.seeds or default_seeds[args.tier]
+    name = f"lexical-{args.task}-{args.row}" + ("" if args.tier == "cpu" or args.task == "colors" else f"-{args.tier}")
+    output_dir = Path(args.output_root) / name
+    command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *task_args, *row_args,
+               "--preset", "paper" if args.task == "colors" else args.tier, "--seeds", seeds,
+               "--parallel_seeds", str(args.parallel_seeds), "--output_dir", str(output_dir),
+               "--disable_tqdm", "true", *args.extra]
+    if args.data_dir:
+        command += ["--data_dir", args.data_dir]
+    print("+", " ".join(command), flush=True)
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    subprocess.run(command, check=True, env=env, cwd=REPO)
+    target = row_file(args.task, args.row, args.tier)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    results = json.loads((output_dir / "results.json").read_text())
+    results["reproduce_command"] = " ".join(["python", "benchmarks/reproduce.py", *sys.argv[1:]])
+    target.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {target.relative_to(REPO)} and {output_dir}")
+    return target
+
+
+# ---------------------------------------------------------------------------------------------------- summary
+def metric_values(results: dict, metric: str) -> list[float]:
+    split = "test" if "test" in results["summary"] else next(iter(results["summary"]))
+    values = []
+    for seed_metrics in results["per_seed"].values():
+        value = seed_metrics[split]
+        for key in metric.split("."):
+            value = value[key]
+        values.append(float(value))
+    return values
+
+
+def fmt(mean, std, digits):
+    return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def summarize() -> str:
+    import statistics
+
+    lines = ["# Reproduction of Akyürek & Andreas (2021): ours beside the paper", "",
+             "Written by `python benchmarks/reproduce.py --summarize` from `results/<task>/<row>.json`; each row file",
+             "holds its exact command, seeds, preset, machine and per-seed metrics. Mean ± population std over the",
+             "seeds shown. Rows the paper has but we have not run are marked “not run”.", "",
+             "The four learned lexicons on SCAN around_right, side by side (the paper's Figure 3):",
+             "[`lexicons_around_right.png`](lexicons_around_right.png), with the notes in",
+             "[`lexicons_around_right.md`](lexicons_around_right.md).", ""]
+    figures = []
+    for task, (_, metric, _) in TASKS.items():
+        files = sorted((RESULTS / task).glob("*.json")) if (RESULTS / task).is_dir() else []
+        if not files and task not in PAPER:
+            continue
+        digits = 2
+        lines += [f"## {TASK_TITLES[task]}", ""]
+        if task == "eng-cmn":
+            lines += ["| model | ours BLEU full | paper | ours 1-shot | paper | seeds | preset | wall (train, all seeds) | machine |",
+                      "|---|---|---|---|---|---|---|---|---|"]
+        else:
+            lines += ["| model | ours | paper | seeds | preset | wall (train, all seeds) | machine |",
+                      "|---|---|---|---|---|---|---|"]
+        done = set()
+        strips = []
+        for path in files:
+            row, _, tier = path.stem.partition(".")
+            results = json.loads(path.read_text())
+            values = metric_values(results, metric)
+            mean, std = statistics.fmean(values), statistics.pstdev(values)
+            paper = PAPER.get(task, {}).get(row)
+            label = ROWS[row][0] + (f" ({tier} tier)" if tier else "")
+            wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
+            seeds = results["seeds"]
+            seed_text = f"{len(seeds)} ({seeds[0]}–{seeds[-1]})" if seeds == list(range(seeds[0], seeds[-1] + 1)) else str(seeds)
+            machine = results.get("machine", "?").split(";")[0]
+            link = f"[{fmt(mean, std, digits)}]({task}/{path.name})"
+            if task == "eng-cmn":
+                one_shot = metric_values(results, "bleu_paper_one_shot")
+                lines.append(f"| {label} | {link} | {fmt(*paper, 2) if paper else '—'} | "
+                             f"{fmt(statistics.fmean(one_shot), statistics.pstdev(one_shot), 2)} | "
+                             f"{PAPER_ONE_SHOT[task].get(row, '—')} | {seed_text} | `{results['preset']}` | "
+                             f"{wall / 60:.0f} min | {machine} |")
+            else:
+                lines.append(f"| {label} | {link} | {fmt(*paper, 2) if paper else '—'} | {seed_text} | "
+                             f"`{results['preset']}` | {wall / 60:.0f} min | {machine} |")
+            done.add(row)
+            strips.append((label, values))
+        for row, paper in PAPER.get(task, {}).items():
+            if row not in done:
+                rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — |"
+                lines.append(f"| {ROWS[row][0]} | not run | {fmt(*paper, 2)} |{rest}")
+        lines.append("")
+        if strips:
+            figure = draw_strips(task, strips, metric)
+            if figure:
+                lines += [f"![per-seed {metric} on {task}]({figure.relative_to(RESULTS)})", ""]
+                figures.append(figure)
+    text = "\n".join(lines) + "\n"
+    (RESULTS / "README.md").write_text(text)
+    return text
+
+
+def draw_strips(task, strips, metric):
+    """One dot per seed, one line per row: the spread the means hide."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * len(strips)))
+    for k, (label, values) in enumerate(strips):
+        jitter = [((i % 5) - 2) * 0.04 for i in range(len(values))]
+        ax.scatter(values, [k + j for j in jitter], s=18, alpha=0.75)
+        ax.plot([sum(values) / len(values)] * 2, [k - 0.3, k + 0.3], color="black", linewidth=1.5)
+    ax.set_yticks(range(len(strips)), [label for label, _ in strips])
+    ax.set_xlabel(f"test {metric} (one dot per seed; bar = mean)")
+    if metric == "exact_match":
+        ax.set_xlim(-0.03, 1.03)
+    ax.set_title(TASK_TITLES[task])
+    fig.tight_layout()
+    path = RESULTS / task / "seeds.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--task", choices=list(TASKS))
+    parser.add_argument("--row", choices=list(ROWS))
+    parser.add_argument("--tier", choices=["cpu", "paper"], default="cpu")
+    parser.add_argument("--seeds", default=None, help="default: 16 on Colors, 5 on SCAN (cpu tier), 3 on COGS/MT")
+    parser.add_argument("--parallel_seeds", type=int, default=2)
+    parser.add_argument("--data_dir", default=os.environ.get("LEXICAL_HF_DATA_DIR"))
+    parser.add_argument("--output_root", default=str(REPO / "outputs" / "reproduce"))
+    parser.add_argument("--summarize", action="store_true", help="only rebuild results/README.md and the figures")
+    args, extra = parser.parse_known_args(argv)
+    args.extra = extra  # anything else goes to run_lexical.py unchanged (e.g. --benchmark_splits, --max_steps)
+    if not args.summarize:
+        if not (args.task and args.row):
+            parser.error("--task and --row are required (or --summarize)")
+        run_row(args)
+    print(summarize())
+
+
+if __name__ == "__main__":
+    main()
