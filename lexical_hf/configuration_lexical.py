@@ -44,8 +44,13 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             features after `dropout`, and `output_dropout` acts on p_write's input only. `True` reproduces the paper's
             public code, which drops the feed harder: o_i goes through `output_dropout` too before it is fed back
             (its "high drop" sits before the feed is taken), and [emb(y_{i-1}); o_{i-1}] is dropped again with
-            `dropout` at the decoder's input. Set it for exact reproduction (`run_lexical.py --feed_dropout true`); the
-            presets leave it off (on Colors it made no measurable difference, see results/colors_fidelity_experiments.md).
+            `dropout` at the decoder's input. `run_lexical.py --preset paper` sets it, with the two options below and
+            `gate="copy_token"` (see results/colors_fidelity_experiments.md).
+        combine_decoder_input (`bool`, defaults to `False`): LSTM only. `False`: the output features are
+            o_i = W_o [c_i; h_i], the paper's p_write ∝ exp(W_write [c_i; h_i]). `True`: W_o also reads the step's
+            (dropped) decoder input, o_i = W_o [c_i; h_i; emb(y_{i-1}); o_{i-1}], as the paper's public code does.
+        attention_query_bias (`bool`, defaults to `False`): LSTM only. Give the attention query a bias,
+            score_j = (W_att h_i + b)·e_j, as the paper's public code does (its equation has none).
         lexical_mode (`str`, defaults to `"lexical"`): `"none"` (plain attentional seq2seq: the gate is fixed to 1),
             `"copy"` (the lexicon is the identity on shared token strings: the copy mechanism) or `"lexical"` (a
             learned lexicon L).
@@ -102,6 +107,8 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     dropout: float = 0.1
     output_dropout: float = 0.0
     feed_dropout: bool = False
+    combine_decoder_input: bool = False
+    attention_query_bias: bool = False
     lexical_mode: str = "lexical"
     gate: str = "sigmoid"
     lexicon_temperature: float = 0.0
@@ -142,8 +149,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         if self.lexicon_temperature < 0:
             raise ValueError(f"lexicon_temperature must be >= 0, got {self.lexicon_temperature}")
         if self.backbone == "transformer":
-            if self.feed_dropout:
-                raise ValueError("feed_dropout is an LSTM option (the Transformer decoder has no fed-back vector)")
+            lstm_only = [name for name in ("feed_dropout", "combine_decoder_input", "attention_query_bias") if getattr(self, name)]
+            if lstm_only:
+                raise ValueError(f"{', '.join(lstm_only)}: LSTM options (the Transformer decoder has no fed-back vector)")
             self._validate_transformer()
 
     def _validate_transformer(self):

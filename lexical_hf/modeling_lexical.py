@@ -171,9 +171,12 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         self._warn_if_lexicon_unset()
         head = self.lexical_head(features, gate_features, attention, encoder_outputs.source_ids)
 
+        log_probs = head.log_probs
+        if labels is None and past_key_values is not None:  # an incremental decoding step of generate()
+            log_probs = self._end_diverged_hypotheses(log_probs)
         loss = None
         if labels is not None:
-            loss = F.nll_loss(head.log_probs.flatten(0, 1), labels.flatten(), ignore_index=-100)
+            loss = F.nll_loss(log_probs.flatten(0, 1), labels.flatten(), ignore_index=-100)
             if not torch.isfinite(loss):
                 raise FloatingPointError(
                     f"non-finite loss ({loss.item()}): check the learning rate, the inputs, and that no label is a "
@@ -181,12 +184,27 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
                 )
         return LexicalSeq2SeqLMOutput(
             loss=loss,
-            logits=head.log_probs,
+            logits=log_probs,
             past_key_values=cache if use_cache else None,
             gate=head.gate,
             cross_attentions=(attention,),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
+
+    def _end_diverged_hypotheses(self, log_probs: torch.Tensor) -> torch.Tensor:
+        """In a decode far longer than anything seen in training, a decoder state can overflow (with
+        `combine_decoder_input` the fed-back vector is unsquashed). NaN scores would poison every hypothesis of beam
+        search; instead a NaN row becomes "end of sequence with probability 1", so that hypothesis just ends."""
+        diverged = torch.isnan(log_probs).any(-1)
+        if not diverged.any():
+            return log_probs
+        logger.warning_once(
+            "decoder state overflowed in a long decode (NaN scores); those hypotheses are ended with </s>. "
+            "Cap the length with max_new_tokens if this happens within the lengths you need."
+        )
+        ended = torch.full_like(log_probs, float("-inf"))
+        ended[..., self.config.eos_token_id] = 0.0
+        return torch.where(diverged.unsqueeze(-1), ended, log_probs)
 
     def _check_source(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         if input_ids.dim() != 2 or input_ids.shape[1] == 0:

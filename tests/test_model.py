@@ -285,3 +285,23 @@ def test_feed_dropout_drops_the_fed_back_vector_only_in_training(toy_tokenizer, 
     dropout = plain.config.dropout
     assert zero_fraction(plain) == pytest.approx(dropout, abs=0.08)
     assert zero_fraction(code) == pytest.approx(1 - (1 - dropout) * 0.5, abs=0.08)
+
+
+def test_a_decoder_state_that_overflows_ends_its_hypothesis_instead_of_poisoning_beam_search(toy_tokenizer, toy_data):
+    """With combine_decoder_input (the paper code's W_o over the unsquashed o_{i-1}) a long decode can overflow the
+    fed-back vector. The NaN scores must not reach generate(): a diverged hypothesis ends with </s>, so greedy and
+    beam search return finished sequences with finite scores."""
+    model = lexical_model(toy_tokenizer, lexical_mode="none", combine_decoder_input=True)
+    hidden, eos = model.config.hidden_size, toy_tokenizer.eos_token_id
+    with torch.no_grad():  # o_i ≈ 40 · o_{i-1} overflows float32 after ~25 steps; </s> is never chosen before
+        model.model.decoder.combine.weight[:, -hidden:] = 40.0 * torch.eye(hidden)
+        model.lexical_head.write_projection.bias[eos] -= 1000.0
+    batch = encode_batch(toy_tokenizer, toy_data[:3])
+    for num_beams in (1, 3):
+        out = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=num_beams,
+                             max_length=60, output_scores=True, return_dict_in_generate=True)
+        assert out.sequences.shape[1] < 60  # stopped at the overflow, not at max_length
+        assert (out.sequences == eos).any(-1).all()  # every returned sequence ended
+        assert not any(torch.isnan(step).any() for step in out.scores)
+        if num_beams > 1:
+            assert torch.isfinite(out.sequences_scores).all()

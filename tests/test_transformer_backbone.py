@@ -17,6 +17,9 @@ from test_model import peaky, sequence_log_probs
 TRANSFORMER = dict(backbone="transformer", num_attention_heads=4)  # small_config: embedding 16 → d_model 24, 2 layers
 CONFIGS = {
     "lstm": dict(backbone="lstm"),
+    # the paper's code details (run_lexical.py --preset paper): feed dropout, W_o over the step input, query bias
+    "lstm-paper_code-copy_token": dict(backbone="lstm", feed_dropout=True, combine_decoder_input=True,
+                                       attention_query_bias=True, output_dropout=0.3, gate="copy_token"),
     "transformer-sinusoidal-cross_mean-prenorm": dict(**TRANSFORMER, position_encoding="sinusoidal"),
     "transformer-relative-dedicated-postnorm-copy_token": dict(
         **TRANSFORMER, position_encoding="relative", relative_attention_max_distance=2,
@@ -280,12 +283,14 @@ def test_save_and_load_through_auto_class_is_strict_and_bit_exact(toy_tokenizer,
     (dict(attention_source="first_layer"), "attention_source"),
     (dict(attention_dropout=1.0), "attention_dropout"),
     (dict(ffn_size=0), "ffn_size"),
-    (dict(feed_dropout=True), "feed_dropout is an LSTM option"),
+    (dict(feed_dropout=True), "feed_dropout: LSTM options"),
+    (dict(combine_decoder_input=True, attention_query_bias=True), "combine_decoder_input, attention_query_bias: LSTM"),
 ])
 def test_config_rejects_bad_transformer_settings(overrides, message):
     with pytest.raises((ValueError, StrictDataclassClassValidationError), match=message):
         LexicalSeq2SeqConfig(backbone="transformer", **overrides)
-    if "hidden_size" in overrides or "feed_dropout" in overrides:  # transformer-only constraints: the LSTM accepts them
+    if "hidden_size" in overrides or "feed_dropout" in overrides or "combine_decoder_input" in overrides:
+        # transformer-only constraints, or LSTM-only options: the LSTM accepts them
         LexicalSeq2SeqConfig(backbone="lstm", **overrides)
 
 

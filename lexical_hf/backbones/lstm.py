@@ -10,8 +10,13 @@ Decoder step i (Luong-style input feeding)::
     c_i      = Σ_j α_i^j e_j
     o_i      = dropout(W_o [c_i; h_i])                              fed to the next step and to p_write
 
-With ``config.feed_dropout`` (the paper's public code) o_i also goes through ``output_dropout`` before it is fed back,
-and the fed-back o_{i-1} is dropped again with the embedding at the LSTM input.
+Three options reproduce details of the paper's public code (all off by default, on in ``run_lexical.py --preset
+paper``; see docs/ARCHITECTURE.md):
+
+* ``feed_dropout``: o_i also goes through ``output_dropout`` before it is fed back, and the fed-back o_{i-1} is
+  dropped again with the embedding at the LSTM input.
+* ``combine_decoder_input``: W_o also reads the step's (dropped) input, o_i = W_o [c_i; h_i; emb(y_{i-1}); o_{i-1}].
+* ``attention_query_bias``: the attention query has a bias, score_j = (W_att h_i + b)·e_j.
 
 The head receives features o_i, gate features h_i and α_i. Input feeding makes the decoder sequential in i, so the
 step loop runs over target positions (each step handles the whole batch); everything that does not depend on the
@@ -142,8 +147,11 @@ class LSTMAttentionDecoder(nn.Module):
             batch_first=True,
             dropout=config.dropout if config.num_layers > 1 else 0.0,
         )
-        self.attention_query = nn.Linear(hidden, hidden, bias=False)  # W_att
-        self.combine = nn.Linear(2 * hidden, hidden)  # W_o
+        self.attention_query = nn.Linear(hidden, hidden, bias=config.attention_query_bias)  # W_att
+        self.combine_decoder_input = config.combine_decoder_input
+        # W_o over [c_i; h_i] (the paper's equation), or over [c_i; h_i; emb(y_{i-1}); o_{i-1}] (its code)
+        combine_inputs = 2 * hidden + (config.embedding_size + hidden if config.combine_decoder_input else 0)
+        self.combine = nn.Linear(combine_inputs, hidden)
         self.feed_dropout = config.feed_dropout
         self.output_dropout = nn.Dropout(config.output_dropout if config.feed_dropout else 0.0)
 
@@ -185,18 +193,27 @@ class LSTMAttentionDecoder(nn.Module):
         # score_j = (W_att h)·e_j = h·(W_attᵀ e_j): project the memory once instead of the query at every step.
         keys = (memory @ self.attention_query.weight).transpose(1, 2)  # (B, H, S)
         padding = ~attention_mask.bool()  # (B, S)
+        # the query bias adds b·e_j to every step's scores: one (B, S) term
+        query_bias_scores = memory @ self.attention_query.bias if self.attention_query.bias is not None else None
 
         weights = [self._layer_weights(layer) for layer in range(self.num_layers)]
         embedded = self.dropout(self.embed_tokens(decoder_input_ids))  # (B, T, E)
         w_embedding, _, bias0 = weights[0]
         embedding_gates = torch.nn.functional.linear(embedded, w_embedding, bias0)  # (B, T, 4H), all steps at once
         between_layers = self.lstm.dropout if self.training else 0.0
+        w_combine, combine_bias = self.combine.weight, self.combine.bias
+        if self.combine_decoder_input:  # the embedding part of W_o, like that of the LSTM input, for all steps at once
+            hidden_size = self.lstm.hidden_size
+            w_combine_embedding = w_combine[:, 2 * hidden_size : 2 * hidden_size + self.embedding_size]
+            w_combine = torch.cat([w_combine[:, : 2 * hidden_size], w_combine[:, 2 * hidden_size + self.embedding_size :]], 1)
+            combine_bias = torch.nn.functional.linear(embedded, w_combine_embedding, combine_bias)  # (B, T, H)
 
         hidden, cell = list(cache.hidden.unbind(0)), list(cache.cell.unbind(0))
         feed = cache.feed
         outputs, tops, attentions = [], [], []
         for step in range(decoder_input_ids.shape[1]):
             layer_input = self.dropout(feed) if self.feed_dropout else feed
+            fed_back = layer_input
             for layer, (_, w_merged, bias) in enumerate(weights):
                 if layer == 0:
                     gates = torch.addmm(embedding_gates[:, step], torch.cat([layer_input, hidden[0]], 1), w_merged.t())
@@ -206,10 +223,16 @@ class LSTMAttentionDecoder(nn.Module):
                 hidden[layer], cell[layer] = self._cell(gates, cell[layer])
                 layer_input = hidden[layer]
             top = layer_input  # h_i: (B, H)
-            scores = torch.bmm(top.unsqueeze(1), keys).squeeze(1).masked_fill(padding, float("-inf"))
-            attention = scores.softmax(-1)  # (B, S)
+            scores = torch.bmm(top.unsqueeze(1), keys).squeeze(1)
+            if query_bias_scores is not None:
+                scores = scores + query_bias_scores
+            attention = scores.masked_fill(padding, float("-inf")).softmax(-1)  # (B, S)
             context = torch.bmm(attention.unsqueeze(1), memory).squeeze(1)  # (B, H)
-            feed = self.output_dropout(self.dropout(self.combine(torch.cat([context, top], dim=-1))))
+            if self.combine_decoder_input:
+                combined = torch.addmm(combine_bias[:, step], torch.cat([context, top, fed_back], -1), w_combine.t())
+            else:
+                combined = torch.nn.functional.linear(torch.cat([context, top], -1), w_combine, combine_bias)
+            feed = self.output_dropout(self.dropout(combined))
             outputs.append(feed)
             tops.append(top)
             attentions.append(attention)
