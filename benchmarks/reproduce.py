@@ -161,7 +161,7 @@ def summarize() -> str:
                 lines.append(f"| {label} | {link} | {fmt(*paper, 2) if paper else '—'} | {seed_text} | "
                              f"`{results['preset']}` | {wall / 60:.0f} min | {machine} |")
             done.add(row)
-            strips.append((label, values))
+            strips.append((label, values, paper[0] if paper else None))
         for row, paper in PAPER.get(task, {}).items():
             if row not in done:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — |"
@@ -188,13 +188,18 @@ def draw_strips(task, strips, metric):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * len(strips)))
-    for k, (label, values) in enumerate(strips):
+    fig, ax = plt.subplots(figsize=(6.5, 1.4 + 0.5 * len(strips)))
+    for k, (label, values, paper_mean) in enumerate(strips):
         jitter = [((i % 5) - 2) * 0.04 for i in range(len(values))]
         ax.scatter(values, [k + j for j in jitter], s=18, alpha=0.75)
         ax.plot([sum(values) / len(values)] * 2, [k - 0.3, k + 0.3], color="black", linewidth=1.5)
-    ax.set_yticks(range(len(strips)), [label for label, _ in strips])
-    ax.set_xlabel(f"test {metric} (one dot per seed; bar = mean)")
+        if paper_mean is not None:
+            ax.scatter([paper_mean], [k + 0.3], marker="v", color="crimson", s=40, label="paper's mean" if k == 0 else None)
+    ax.set_yticks(range(len(strips)), [label for label, *_ in strips])
+    if any(paper_mean is not None for *_, paper_mean in strips):
+        ax.legend(loc="lower left", fontsize=8, frameon=False)
+    ax.set_ylim(-0.6, len(strips) - 0.4)
+    ax.set_xlabel(f"test {metric} (one dot per seed; bar = our mean)")
     if metric == "exact_match":
         ax.set_xlim(-0.03, 1.03)
     ax.set_title(TASK_TITLES[task])
