@@ -63,6 +63,9 @@ PAPER = {
     "eng-cmn": {"lstm": (24.18, None), "simple": (24.35, None), "pmi": (24.36, None), "ibm2": (25.49, None)},
 }
 PAPER_ONE_SHOT = {"eng-cmn": {"lstm": 17.47, "simple": 18.46, "pmi": 18.46, "ibm2": 19.62}}
+CPU_TIER_NOTE = ("Rows with preset `cpu` are reduced: 2×256 LSTM with 128-wide embeddings, dropout 0.25, batch 64 "
+                 "(length-grouped), 1,500 updates at a peak learning rate of 2e-3 — the paper's preset is 2×512, dropout "
+                 "0.4, batch 128 × 4, 8,000 updates. Both decode greedily and use the paper code's decoder details.")
 # Where a row misses the paper, the analysis (linked under the task's table when the file exists).
 ANALYSIS = {"colors": "colors_fidelity_experiments.md"}
 TASK_TITLES = {"colors": "Colors (test)", "scan-jump": "SCAN addprim_jump (test)",
@@ -120,7 +123,8 @@ def summarize() -> str:
     lines = ["# Reproduction of Akyürek & Andreas (2021): ours beside the paper", "",
              "Written by `python benchmarks/reproduce.py --summarize` from `results/<task>/<row>.json`; each row file",
              "holds its exact command, seeds, preset, machine and per-seed metrics. Mean ± population std over the",
-             "seeds shown. Rows the paper has but we have not run are marked “not run”.", "",
+             "seeds shown. Rows the paper has but we have not run are marked “not run”. Training times are",
+             "upper bounds: on the 2-core machine rows often ran beside other jobs (up to four processes).", "",
              "The four learned lexicons on SCAN around_right, side by side (the paper's Figure 3):",
              "[`lexicons_around_right.png`](lexicons_around_right.png), with the notes in",
              "[`lexicons_around_right.md`](lexicons_around_right.md).", ""]
@@ -167,6 +171,8 @@ def summarize() -> str:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — |"
                 lines.append(f"| {ROWS[row][0]} | not run | {fmt(*paper, 2)} |{rest}")
         lines.append("")
+        if any(json.loads(path.read_text()).get("preset") == "cpu" for path in files):
+            lines += [CPU_TIER_NOTE, ""]
         if task in ANALYSIS and (RESULTS / ANALYSIS[task]).exists():
             lines += [f"Where and why this differs from the paper: [`{ANALYSIS[task]}`]({ANALYSIS[task]}).", ""]
         if strips:
