@@ -66,9 +66,10 @@ PAPER_ONE_SHOT = {"eng-cmn": {"lstm": 17.47, "simple": 18.46, "pmi": 18.46, "ibm
 CPU_TIER_NOTE = ("Rows with preset `cpu` are reduced: 2×256 LSTM with 128-wide embeddings, dropout 0.25, batch 64 "
                  "(length-grouped), 1,500 updates at a peak learning rate of 2e-3 — the paper's preset is 2×512, dropout "
                  "0.4, batch 128 × 4, 8,000 updates — and keeps the paper's equations where `paper` uses the paper code's "
-                 "decoder details (see scan_jump_code_options.md). Both decode greedily.")
+                 "decoder details ([`scan_jump_code_options.md`](scan_jump_code_options.md)). Both decode greedily.")
 # Where a row misses the paper, the analysis (linked under the task's table when the file exists).
-ANALYSIS = {"colors": "colors_fidelity_experiments.md"}
+ANALYSIS = {"colors": "colors_fidelity_experiments.md", "scan-jump": "scan_cpu_tier_analysis.md",
+            "scan-around-right": "scan_cpu_tier_analysis.md"}
 TASK_TITLES = {"colors": "Colors (test)", "scan-jump": "SCAN addprim_jump (test)",
                "scan-around-right": "SCAN template_around_right (test)", "cogs": "COGS", "eng-cmn": "English–Chinese"}
 
