@@ -431,7 +431,7 @@ def main(argv=None):
         "model": {k: v for k, v in asdict(model_args).items()},
         "training": {k: getattr(training_args, k) for k in ("learning_rate", "lr_scheduler_type", "warmup_steps", "max_steps",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "adam_beta1",
-                     "adam_beta2", "generation_num_beams")},
+                     "adam_beta2", "generation_num_beams", "train_sampling_strategy")},
         "machine": machine_description(experiment_args.parallel_seeds),
         "world_size": training_args.world_size,
         "example_source": raw[test_splits(raw)[0]][0]["source"],

@@ -44,3 +44,40 @@ def test_row_files_keep_cpu_and_paper_tiers_apart(reproduce, tmp_path):
     assert reproduce.row_file("scan-jump", "simple", "cpu") == tmp_path / "scan-jump" / "simple.json"
     assert reproduce.row_file("scan-jump", "simple", "paper") == tmp_path / "scan-jump" / "simple.paper.json"
     assert reproduce.row_file("colors", "simple", "paper") == tmp_path / "colors" / "simple.json"  # one recipe
+
+
+def cpu_row(per_seed_metrics, max_steps=800):
+    return {
+        "seeds": list(range(len(per_seed_metrics))), "preset": "cpu", "machine": "test machine", "selection": "final",
+        "model": {"backbone": "lstm", "num_layers": 2, "hidden_size": 256, "embedding_size": 128, "dropout": 0.25},
+        "training": {"per_device_train_batch_size": 64, "gradient_accumulation_steps": 1, "max_steps": max_steps,
+                     "learning_rate": 2e-3, "train_sampling_strategy": "group_by_length"},
+        "per_seed": {str(k): {**m, "train_seconds": {"value": 60.0}} for k, m in enumerate(per_seed_metrics)},
+        "summary": {split: {} for split in per_seed_metrics[0]},
+    }
+
+
+def test_translation_rows_report_both_bleu_protocols_and_the_sacrebleu_signature(reproduce, tmp_path):
+    def seed(full, one_shot, sacre):
+        return {"test": {"bleu_paper": {"score": full, "bp": 1.0}, "bleu_paper_one_shot": {"score": one_shot},
+                         "sacrebleu": {"score": sacre, "signature": "nrefs:1|tok:zh|v:2"}}}
+
+    (tmp_path / "eng-cmn").mkdir()
+    (tmp_path / "eng-cmn" / "ibm2.json").write_text(json.dumps(cpu_row([seed(20.0, 14.0, 18.0), seed(22.0, 16.0, 20.0)])))
+    text = reproduce.summarize()
+    row = next(line for line in text.splitlines() if "(eng-cmn/ibm2.json)" in line)
+    assert "| + Lex: IBM Model 2 | [21.00 ± 1.00](eng-cmn/ibm2.json) | 25.49 | 15.00 ± 1.00 | 19.62 | 19.00 ± 1.00 | 2 (0–1) |" in row
+    assert "nrefs:1|tok:zh|v:2" in text
+    assert "800 updates" in text and "final weights" in text and "(length-grouped)" in text
+
+
+def test_cogs_test_numbers_are_never_presented_as_the_papers_gen_numbers(reproduce, tmp_path):
+    (tmp_path / "cogs").mkdir()
+    (tmp_path / "cogs" / "simple.json").write_text(json.dumps(cpu_row([{"test": {"exact_match": 0.9}}])))
+    text = reproduce.summarize()
+    assert "Not comparable with the paper's column" in text and "*test*" in text
+    # with gen evaluated, gen is the reported split and the warning goes away
+    (tmp_path / "cogs" / "simple.json").write_text(json.dumps(
+        cpu_row([{"test": {"exact_match": 0.9}, "gen": {"exact_match": 0.7}}])))
+    text = reproduce.summarize()
+    assert "[0.70 ± 0.00](cogs/simple.json)" in text and "Not comparable" not in text
