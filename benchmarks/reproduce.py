@@ -82,7 +82,7 @@ SPLIT_NOTES = {("cogs", "test"): (
     "was measured; the gen report (per category) runs unchanged wherever gen.tsv is present.")}
 
 
-def reduced_note(task: str, results: dict) -> str:
+def reduced_note(results: dict) -> str:
     """What a `cpu` row reduced, read from the settings its row file recorded."""
     model, training = results["model"], results["training"]
     batch = training["per_device_train_batch_size"]
@@ -137,8 +137,8 @@ def reported_split(results: dict) -> str:
     return next(iter(results["summary"]))
 
 
-def metric_values(results: dict, metric: str, split: str | None = None) -> list[float]:
-    split = split or reported_split(results)
+def metric_values(results: dict, metric: str) -> list[float]:
+    split = reported_split(results)
     values = []
     for seed_metrics in results["per_seed"].values():
         value = seed_metrics[split]
@@ -166,6 +166,7 @@ def summarize() -> str:
     figures = []
     for task, (_, metric, _) in TASKS.items():
         files = sorted((RESULTS / task).glob("*.json")) if (RESULTS / task).is_dir() else []
+        row_results = [json.loads(path.read_text()) for path in files]
         if not files and task not in PAPER:
             continue
         digits = 2
@@ -178,9 +179,8 @@ def summarize() -> str:
                       "|---|---|---|---|---|---|---|"]
         done = set()
         strips = []
-        for path in files:
+        for path, results in zip(files, row_results):
             row, _, tier = path.stem.partition(".")
-            results = json.loads(path.read_text())
             values = metric_values(results, metric)
             mean, std = statistics.fmean(values), statistics.pstdev(values)
             paper = PAPER.get(task, {}).get(row)
@@ -208,15 +208,14 @@ def summarize() -> str:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — |"
                 lines.append(f"| {ROWS[row][0]} | not run | {fmt(*paper, 2)} |{rest}")
         lines.append("")
-        row_results = [json.loads(path.read_text()) for path in files]
         splits = {reported_split(results) for results in row_results}
         lines += [SPLIT_NOTES[(task, split)] + "\n" for split in sorted(splits) if (task, split) in SPLIT_NOTES]
         if task == "eng-cmn" and row_results:
-            signature = row_results[0]["per_seed"][next(iter(row_results[0]["per_seed"]))]["test"]["sacrebleu"]["signature"]
+            first_seed = next(iter(row_results[0]["per_seed"].values()))
+            signature = first_seed[reported_split(row_results[0])]["sacrebleu"]["signature"]
             lines += ["BLEU full / 1-shot: the paper's protocol (corpus BLEU on jieba tokens against every reference of the "
                       f"same English sentence); sacreBLEU: single reference, `{signature}`.", ""]
-        cpu_notes = {reduced_note(task, results) for results in row_results if results.get("preset") == "cpu"
-                     and task != "colors"}
+        cpu_notes = {reduced_note(results) for results in row_results if results.get("preset") == "cpu"}
         lines += [note + "\n" for note in sorted(cpu_notes)]
         if task in ANALYSIS and (RESULTS / ANALYSIS[task]).exists():
             lines += [f"Where and why this differs from the paper: [`{ANALYSIS[task]}`]({ANALYSIS[task]}).", ""]

@@ -68,7 +68,8 @@ _PAPER_COLORS = {**_PAPER_COMMON, "per_device_train_batch_size": 5, "gradient_ac
                  "max_grad_norm": 0.5, "warmup_steps": 89, "learning_rate": _noam_peak(89), "max_steps": 560,
                  "output_dropout": 0.5}
 # The CPU tier is our own reduced recipe: the paper's equations (no code details — on SCAN addprim_jump at this
-# size they scored 0.38 and 0.04 on seeds 0–1 against 0.82 on seed 0 without them, see results/README.md).
+# size they scored 0.38 and 0.04 on seeds 0–1 against 0.82 on seed 0 without them:
+# results/scan_jump_code_options.md).
 _CPU_COMMON = {**_PAPER_COMMON, "feed_dropout": False, "combine_decoder_input": False, "attention_query_bias": False,
                "gate": "sigmoid", "embedding_size": 128, "hidden_size": 256, "per_device_train_batch_size": 64,
                "gradient_accumulation_steps": 1, "warmup_steps": 300, "learning_rate": 2e-3, "max_steps": 1500,
