@@ -21,11 +21,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoints", nargs="+")
     parser.add_argument("--benchmark", default="cogs")
+    parser.add_argument("--benchmark_config", default=None, help="e.g. template_around_right for scan")
     parser.add_argument("--split", default="test")
     parser.add_argument("--num_examples", type=int, default=200)
     parser.add_argument("--data_dir", default=None)
     args = parser.parse_args()
-    data = load_benchmark(args.benchmark, data_dir=args.data_dir, splits=[args.split])[args.split]
+    data = load_benchmark(args.benchmark, args.benchmark_config, data_dir=args.data_dir, splits=[args.split])[args.split]
     data = data.select(range(min(args.num_examples, len(data))))
     sources, references = data["source"], data["target"]
     for folder in args.checkpoints:

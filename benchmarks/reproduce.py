@@ -4,6 +4,7 @@
     python benchmarks/reproduce.py --task colors --row simple              # Colors, paper recipe, 16 seeds
     python benchmarks/reproduce.py --task scan-jump --row simple           # SCAN addprim_jump, CPU tier, 5 seeds
     python benchmarks/reproduce.py --task scan-jump --row simple --tier paper --seeds 0-9   # GPU tier
+    python benchmarks/reproduce.py --task scan-jump --row lstm --seeds 2-4 --extend   # add seeds to a row file
     python benchmarks/reproduce.py --summarize                             # results/README.md + figures only
 
 (`make reproduce TASK=scan-jump ROW=simple` runs the first form.) One call trains every seed of one cell row
@@ -123,9 +124,42 @@ def run_row(args) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads((output_dir / "results.json").read_text())
     results["reproduce_command"] = " ".join(["python", "benchmarks/reproduce.py", *sys.argv[1:]])
+    if args.extend and target.exists():
+        results = extend_row(json.loads(target.read_text()), results)
     target.write_text(json.dumps(results, indent=1) + "\n")
     print(f"wrote {target.relative_to(REPO)} and {output_dir}")
     return target
+
+
+# What must agree for two runs to be seeds of one row: everything but the seeds, the output folder and the machine.
+SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexicon", "lexicon_temperature", "model",
+                 "training", "lexical_hf_version")
+
+
+def extend_row(earlier: dict, new: dict) -> dict:
+    """The row file of `earlier`'s seeds plus `new`'s (`--extend`): per-seed metrics merged, summary recomputed.
+
+    Raises `ValueError` when the two runs differ in anything but seeds and machine, or share a seed."""
+    from lexical_hf.results import summarize as summarize_seeds
+
+    differing = [key for key in SAME_ROW_KEYS if earlier.get(key) != new.get(key)]
+    if differing:
+        raise ValueError(f"--extend: the existing row file was run with other settings ({', '.join(differing)}); "
+                         "rerun every seed instead")
+    shared = set(earlier["per_seed"]) & set(new["per_seed"])
+    if shared:
+        raise ValueError(f"--extend: seeds {sorted(shared, key=int)} are already in the row file")
+    per_seed = {**earlier["per_seed"], **new["per_seed"]}
+    per_seed = {seed: per_seed[seed] for seed in sorted(per_seed, key=int)}
+    runs = earlier.get("runs") or [{key: earlier.get(key) for key in ("command", "reproduce_command", "seeds", "machine")}]
+    runs = runs + [{key: new.get(key) for key in ("command", "reproduce_command", "seeds", "machine")}]
+    merged = {**new, "seeds": [int(seed) for seed in per_seed], "per_seed": per_seed, "runs": runs}
+    if earlier["machine"] != new["machine"]:
+        merged["machine"] = " | ".join(dict.fromkeys(run["machine"] for run in runs))
+    merged["summary"] = summarize_seeds({s: {k: v for k, v in m.items() if k != "train_seconds"} for s, m in per_seed.items()})
+    seconds = [m["train_seconds"]["value"] for m in per_seed.values()]
+    merged["train_seconds"] = {"mean": sum(seconds) / len(seconds), "total": sum(seconds)}
+    return merged
 
 
 # ---------------------------------------------------------------------------------------------------- summary
@@ -271,6 +305,8 @@ def main(argv=None):
     parser.add_argument("--data_dir", default=os.environ.get("LEXICAL_HF_DATA_DIR"))
     parser.add_argument("--output_root", default=str(REPO / "outputs" / "reproduce"))
     parser.add_argument("--summarize", action="store_true", help="only rebuild results/README.md and the figures")
+    parser.add_argument("--extend", action="store_true",
+                        help="add the seeds run now to the existing row file (same settings, new seeds) instead of replacing it")
     args, extra = parser.parse_known_args(argv)
     args.extra = extra  # anything else goes to run_lexical.py unchanged (e.g. --benchmark_splits, --max_steps)
     if not args.summarize:

@@ -81,3 +81,22 @@ def test_cogs_test_numbers_are_never_presented_as_the_papers_gen_numbers(reprodu
         cpu_row([{"test": {"exact_match": 0.9}, "gen": {"exact_match": 0.7}}])))
     text = reproduce.summarize()
     assert "[0.70 ± 0.00](cogs/simple.json)" in text and "Not comparable" not in text
+
+
+def test_extend_adds_new_seeds_to_a_row_and_refuses_other_settings_or_repeated_seeds(reproduce):
+    earlier = cpu_row([{"test": {"exact_match": 0.2}}, {"test": {"exact_match": 0.4}}])
+    earlier["command"] = "run seeds 0-1"
+    later = cpu_row([{"test": {"exact_match": 0.6}}, {"test": {"exact_match": 0.8}}])
+    later["per_seed"] = {"2": later["per_seed"]["0"], "3": later["per_seed"]["1"]}
+    later.update(seeds=[2, 3], command="run seeds 2-3", machine="another machine")
+    merged = reproduce.extend_row(earlier, later)
+    assert merged["seeds"] == [0, 1, 2, 3] and list(merged["per_seed"]) == ["0", "1", "2", "3"]
+    assert merged["summary"]["test"]["exact_match"]["mean"] == pytest.approx(0.5)
+    assert merged["summary"]["test"]["exact_match"]["n"] == 4
+    assert merged["train_seconds"]["total"] == pytest.approx(240.0)
+    assert [run["command"] for run in merged["runs"]] == ["run seeds 0-1", "run seeds 2-3"]
+    assert merged["machine"] == "test machine | another machine"
+    with pytest.raises(ValueError, match="already in the row file"):
+        reproduce.extend_row(earlier, earlier)
+    with pytest.raises(ValueError, match="other settings.*training"):
+        reproduce.extend_row(earlier, {**later, "training": {**later["training"], "max_steps": 1600}})
