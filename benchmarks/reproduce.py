@@ -140,7 +140,7 @@ def extend_row(earlier: dict, new: dict) -> dict:
     """The row file of `earlier`'s seeds plus `new`'s (`--extend`): per-seed metrics merged, summary recomputed.
 
     Raises `ValueError` when the two runs differ in anything but seeds and machine, or share a seed."""
-    from lexical_hf.results import summarize as summarize_seeds
+    from lexical_hf.results import summarize_row
 
     differing = [key for key in SAME_ROW_KEYS if earlier.get(key) != new.get(key)]
     if differing:
@@ -156,9 +156,7 @@ def extend_row(earlier: dict, new: dict) -> dict:
     merged = {**new, "seeds": [int(seed) for seed in per_seed], "per_seed": per_seed, "runs": runs}
     if earlier["machine"] != new["machine"]:
         merged["machine"] = " | ".join(dict.fromkeys(run["machine"] for run in runs))
-    merged["summary"] = summarize_seeds({s: {k: v for k, v in m.items() if k != "train_seconds"} for s, m in per_seed.items()})
-    seconds = [m["train_seconds"]["value"] for m in per_seed.values()]
-    merged["train_seconds"] = {"mean": sum(seconds) / len(seconds), "total": sum(seconds)}
+    merged.update(summarize_row(per_seed))
     return merged
 
 

@@ -43,7 +43,7 @@ from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGenerat
 from lexical_hf import evaluation
 from lexical_hf.cli import parse_learner_params
 from lexical_hf.lexicon import apply_lexicon, learn_lexicon
-from lexical_hf.results import results_markdown, summarize
+from lexical_hf.results import results_markdown, summarize_row
 
 logger = logging.getLogger("run_lexical")
 
@@ -438,9 +438,7 @@ def main(argv=None):
         "example_source": raw[test_splits(raw)[0]][0]["source"],
         "per_seed": per_seed,
     }
-    results["summary"] = summarize({s: {k: v for k, v in m.items() if k != "train_seconds"} for s, m in per_seed.items()})
-    results["train_seconds"] = {"mean": statistics.fmean(m["train_seconds"]["value"] for m in per_seed.values()),
-                                "total": sum(m["train_seconds"]["value"] for m in per_seed.values())}
+    results.update(summarize_row(per_seed))
     publish_folder(output_dir, seeds[0], tokenizer, lexicon, results, experiment_args, training_args)
     print(markdown_table(results))
     return results

@@ -31,6 +31,16 @@ def summarize(per_seed: dict) -> dict:
     return summary
 
 
+def summarize_row(per_seed: dict) -> dict:
+    """A row's aggregates from `{seed: {split: metrics, "train_seconds": {"value": s}}}`: `summary` (see `summarize`,
+    training time left out) and `train_seconds` (mean and total over seeds)."""
+    seconds = [m["train_seconds"]["value"] for m in per_seed.values()]
+    return {
+        "summary": summarize({s: {k: v for k, v in m.items() if k != "train_seconds"} for s, m in per_seed.items()}),
+        "train_seconds": {"mean": statistics.fmean(seconds), "total": sum(seconds)},
+    }
+
+
 def results_markdown(results: dict) -> str:
     """The table of a results dict: one row per split and metric, mean ± std and the per-seed values."""
     lines = ["| split | metric | mean ± std | per seed |", "|---|---|---|---|"]
