@@ -20,7 +20,7 @@ demo: install
 
 # One row of the paper's tables, e.g. `make reproduce TASK=scan-jump ROW=simple` (TIER=paper on a GPU; SEEDS=0-9;
 # EXTEND=1 adds the seeds run now to the existing row file instead of replacing it).
-# Writes results/<task>/<row>.json, outputs/reproduce/lexical-<task>-<row>/ and rebuilds results/README.md.
+# Writes results/<task>/<row>.json (eng-cmn: results/mt/), outputs/reproduce/lexical-<task>-<row>/ and rebuilds results/README.md.
 TIER ?= cpu
 reproduce: install
 	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(EXTEND),--extend)

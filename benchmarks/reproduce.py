@@ -10,7 +10,7 @@
 (`make reproduce TASK=scan-jump ROW=simple` runs the first form.) One call trains every seed of one cell row
 (`--parallel_seeds` processes at a time, one CPU thread each), leaves the Hub-ready folder of the first seed in
 `outputs/reproduce/lexical-<task>-<row>[-<tier>]` (weights, tokenizer, lexicon.json, results.json, model card) and
-copies its results.json to `results/<task>/<row>[.<tier>].json`. `--summarize` then writes `results/README.md`:
+copies its results.json to `results/<task>/<row>[.<tier>].json` (eng-cmn: `results/mt/`). `--summarize` then writes `results/README.md`:
 ours beside the paper's number for every row that was run, and a per-seed accuracy strip per task.
 
 Tiers: `cpu` runs `--preset cpu` (reduced model and steps, see `examples/run_lexical.py`; Colors always runs the
@@ -65,10 +65,11 @@ PAPER = {
 }
 PAPER_ONE_SHOT = {"eng-cmn": {"lstm": 17.47, "simple": 18.46, "pmi": 18.46, "ibm2": 19.62}}
 PAPER_RECIPE = "2×512, dropout 0.4, batch 128 × 4, 8,000 updates"
-# The reduced rows keep the paper's equations where `paper` uses the paper code's decoder details (measured on SCAN
-# jump: scan_jump_code_options.md). Colors always runs the paper recipe.
+# The reduced rows keep the paper's equations where `paper` uses the paper code's decoder details and source side
+# (both measured on SCAN jump: scan_jump_code_options.md, scan_cpu_tier_analysis.md). Colors always runs the paper recipe.
 CODE_DETAILS_NOTE = ("keeps the paper's equations where `paper` uses the paper code's decoder details "
-                     "([`scan_jump_code_options.md`](scan_jump_code_options.md))")
+                     "([`scan_jump_code_options.md`](scan_jump_code_options.md)) and source side (`<s>` before each "
+                     "source, abstaining lexicon rows)")
 # Where a row misses the paper, the analysis (linked under the task's table when the file exists).
 ANALYSIS = {"colors": "colors_fidelity_experiments.md", "scan-jump": "scan_cpu_tier_analysis.md",
             "scan-around-right": "scan_cpu_tier_analysis.md", "cogs": "cogs_mt_cpu_tier.md",
@@ -100,9 +101,17 @@ def reduced_note(results: dict) -> str:
             f"— the paper's preset is {PAPER_RECIPE} — and {CODE_DETAILS_NOTE}. Both decode greedily.")
 
 
+# results/<folder>/ of each task: the issues name the English–Chinese rows results/mt/*.json
+RESULT_FOLDERS = {"eng-cmn": "mt"}
+
+
+def task_folder(task: str) -> str:
+    return RESULT_FOLDERS.get(task, task)
+
+
 def row_file(task: str, row: str, tier: str) -> Path:
     suffix = "" if tier == "cpu" or task == "colors" else f".{tier}"
-    return RESULTS / task / f"{row}{suffix}.json"
+    return RESULTS / task_folder(task) / f"{row}{suffix}.json"
 
 
 def run_row(args) -> Path:
@@ -132,8 +141,17 @@ def run_row(args) -> Path:
 
 
 # What must agree for two runs to be seeds of one row: everything but the seeds, the output folder and the machine.
-SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexicon", "lexicon_temperature", "model",
-                 "training", "lexical_hf_version")
+SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexicon", "lexicon_temperature",
+                 "lexicon_fallback", "source_bos", "model", "training", "lexical_hf_version")
+
+
+def row_setting(row: dict, key: str):
+    """`row[key]`; row files written before `lexicon_fallback` and `source_bos` were recorded used the defaults."""
+    if key == "lexicon_fallback" and key not in row:
+        return {"none": None, "uniform": "uniform"}.get(row.get("lexicon"), "mutual_exclusivity")
+    if key == "source_bos":
+        return bool(row.get(key, False))
+    return row.get(key)
 
 
 def extend_row(earlier: dict, new: dict) -> dict:
@@ -142,7 +160,7 @@ def extend_row(earlier: dict, new: dict) -> dict:
     Raises `ValueError` when the two runs differ in anything but seeds and machine, or share a seed."""
     from lexical_hf.results import summarize_row
 
-    differing = [key for key in SAME_ROW_KEYS if earlier.get(key) != new.get(key)]
+    differing = [key for key in SAME_ROW_KEYS if row_setting(earlier, key) != row_setting(new, key)]
     if differing:
         raise ValueError(f"--extend: the existing row file was run with other settings ({', '.join(differing)}); "
                          "rerun every seed instead")
@@ -197,7 +215,8 @@ def summarize() -> str:
              "[`lexicons_around_right.md`](lexicons_around_right.md).", ""]
     figures = []
     for task, (_, metric, _) in TASKS.items():
-        files = sorted((RESULTS / task).glob("*.json")) if (RESULTS / task).is_dir() else []
+        folder = RESULTS / task_folder(task)
+        files = sorted(folder.glob("*.json")) if folder.is_dir() else []
         row_results = [json.loads(path.read_text()) for path in files]
         if not files and task not in PAPER:
             continue
@@ -221,7 +240,7 @@ def summarize() -> str:
             seeds = results["seeds"]
             seed_text = f"{len(seeds)} ({seeds[0]}–{seeds[-1]})" if seeds == list(range(seeds[0], seeds[-1] + 1)) else str(seeds)
             machine = results.get("machine", "?").split(";")[0]
-            link = f"[{fmt(mean, std, digits)}]({task}/{path.name})"
+            link = f"[{fmt(mean, std, digits)}]({task_folder(task)}/{path.name})"
             if task == "eng-cmn":
                 one_shot = metric_values(results, "bleu_paper_one_shot.score")
                 sacre = metric_values(results, "sacrebleu.score")
@@ -286,7 +305,7 @@ def draw_strips(task, strips, metric):
         ax.set_xlim(-0.03, 1.03)
     ax.set_title(TASK_TITLES[task])
     fig.tight_layout()
-    path = RESULTS / task / "seeds.png"
+    path = RESULTS / task_folder(task) / "seeds.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -20,6 +20,7 @@ from .backbones.lstm import LexicalEncoderOutput, LSTMDecoderCache, LSTMEncoderD
 from .backbones.transformer import TransformerDecoderCache, TransformerEncoderDecoder
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .head import LexicalTranslationHead
+from .lexicon.lexicon import ABSTAIN_TARGET
 
 logger = logging.get_logger(__name__)
 
@@ -267,6 +268,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             lexicon: a `lexical_hf.Lexicon` (then `tokenizer` is required and L = `lexicon.to_matrix(tokenizer)`,
                 with the temperature recorded in the lexicon) or a (|V_x|, |V_y|) row-stochastic tensor.
             tokenizer: the `LexicalTokenizer` whose vocabularies index L.
+
+        Rows that abstain (inputs without entries under the ``"mutual_exclusivity_or_abstain"`` fallback, and the
+        source ``<s>`` of a ``source_bos`` tokenizer) put their mass on ``<unk>``; ``<unk>`` is then added to
+        ``generation_config.suppress_tokens`` so that it is never generated.
         """
         if isinstance(lexicon, torch.Tensor):
             self.lexical_head.set_lexicon(lexicon)
@@ -284,6 +289,11 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
                 f"model's ({self.config.source_vocab_size}, {self.config.target_vocab_size})"
             )
         self.lexical_head.set_lexicon(lexicon.to_matrix(tokenizer))
+        if lexicon.fallback == "mutual_exclusivity_or_abstain" or getattr(tokenizer, "source_bos", False):
+            # abstaining rows (the fallback's, and the source <s>'s) send their mass to <unk>: it must never be
+            # generated (the paper's code masks it too)
+            unk_id = tokenizer.target_vocab[ABSTAIN_TARGET]
+            self.generation_config.suppress_tokens = sorted({*(self.generation_config.suppress_tokens or []), unk_id})
         self.config.lexicon_info = lexicon.config_summary()
         self.config.lexicon_temperature = float(self.config.lexicon_info.get("temperature", 0.0) or 0.0)
         self.lexicon = lexicon

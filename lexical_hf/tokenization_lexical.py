@@ -38,8 +38,9 @@ VOCAB_FILES_NAMES = {
 }
 
 
-def build_word_level_tokenizer(vocab: dict[str, int]) -> Tokenizer:
-    """A `tokenizers.Tokenizer` that splits on whitespace, maps words through `vocab` and appends ``</s>``."""
+def build_word_level_tokenizer(vocab: dict[str, int], prepend_bos: bool = False) -> Tokenizer:
+    """A `tokenizers.Tokenizer` that splits on whitespace, maps words through `vocab` and appends ``</s>`` (and, with
+    `prepend_bos`, prepends ``<s>``)."""
     for token, expected_id in zip(SPECIAL_TOKENS, range(4)):
         if vocab.get(token) != expected_id:
             raise ValueError(f"vocabulary must map {token!r} to id {expected_id}, found {vocab.get(token)!r}")
@@ -47,7 +48,8 @@ def build_word_level_tokenizer(vocab: dict[str, int]) -> Tokenizer:
         raise ValueError("vocabulary ids must be exactly 0..len(vocab)-1")
     tokenizer = Tokenizer(WordLevel(vocab=vocab, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", EOS_ID)])
+    template, specials = ("<s> $A </s>", [("<s>", BOS_ID), ("</s>", EOS_ID)]) if prepend_bos else ("$A </s>", [("</s>", EOS_ID)])
+    tokenizer.post_processor = processors.TemplateProcessing(single=template, special_tokens=specials)
     tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
     return tokenizer
 
@@ -69,6 +71,11 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         target_tokenizer_file (`str`, *optional*): path of a saved target `tokenizers` JSON.
         source_vocab (`dict[str, int]`, *optional*): source vocabulary, used when no file is given.
         target_vocab (`dict[str, int]`, *optional*): target vocabulary, used when no file is given.
+        source_bos (`bool`, *optional*, defaults to `False`): encode sources as ``<s> x_1 … x_n </s>`` instead of
+            ``x_1 … x_n </s>`` (the paper's code). The lexicon maps ``<s>`` to ``<unk>``, which a model whose
+            lexicon was set with this tokenizer never generates: ``<s>`` is a position the attention can rest on
+            without writing anything. A saved source tokenizer file carries its own template; passing a different
+            `source_bos` with it is an error.
 
     The special tokens are fixed (``<pad>``, ``<s>``, ``</s>``, ``<unk>`` at ids 0–3 on both sides) because the
     model's config, the lexicon matrix and the decoding loop all rely on them lining up.
@@ -83,10 +90,14 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         target_tokenizer_file: str | None = None,
         source_vocab: dict[str, int] | None = None,
         target_vocab: dict[str, int] | None = None,
+        source_bos: bool | None = None,
         **kwargs,
     ):
-        self._source = self._load_side("source", source_tokenizer_file, source_vocab)
+        self._source = self._load_side("source", source_tokenizer_file, source_vocab, prepend_bos=bool(source_bos))
         self._target = self._load_side("target", target_tokenizer_file, target_vocab)
+        if source_bos is not None and source_bos != self.source_bos:
+            raise ValueError(f"source_bos={source_bos} but the source tokenizer file {'does' if self.source_bos else 'does not'} "
+                             "prepend <s>: the file's template decides, leave source_bos unset when loading")
         self._active = self._source
         self.unknown_token_counts: dict[str, collections.Counter] = {
             "source": collections.Counter(),
@@ -98,14 +109,19 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         super().__init__(**kwargs)
 
     @staticmethod
-    def _load_side(side: str, path: str | None, vocab: dict[str, int] | None) -> Tokenizer:
+    def _load_side(side: str, path: str | None, vocab: dict[str, int] | None, prepend_bos: bool = False) -> Tokenizer:
         if path is not None:
             tokenizer = Tokenizer.from_file(path)
             build_word_level_tokenizer(tokenizer.get_vocab(with_added_tokens=True))  # validates the specials
             return tokenizer
         if vocab is None:
             raise ValueError(f"LexicalTokenizer needs a {side} vocabulary: pass {side}_vocab= or {side}_tokenizer_file=")
-        return build_word_level_tokenizer(dict(vocab))
+        return build_word_level_tokenizer(dict(vocab), prepend_bos=prepend_bos)
+
+    @property
+    def source_bos(self) -> bool:
+        """Whether sources are encoded as ``<s> x_1 … x_n </s>`` (see the class docstring)."""
+        return self._source.encode("", add_special_tokens=True).ids[:1] == [BOS_ID]
 
     # ------------------------------------------------------------------ construction
     @classmethod

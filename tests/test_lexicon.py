@@ -104,6 +104,19 @@ def test_every_target_claimed_falls_back_to_uniform_over_all_targets():
     assert row(lexicon.to_matrix(tokenizer), tokenizer, "wif") == {"RED": 0.5, "BLUE": 0.5}
 
 
+def test_abstain_fallback_sends_rows_to_unk_only_when_every_target_is_claimed():
+    # the paper code's rule: copy, else an unclaimed target, else no target at all (here <unk>)
+    lexicon = Lexicon({"dax": {"RED": 1}, "lug": {"BLUE": 1}}, fallback="mutual_exclusivity_or_abstain")
+    tokenizer = stand_in(["dax", "lug", "fep", "RED"], ["RED", "BLUE"])
+    matrix = lexicon.to_matrix(tokenizer)
+    assert row(matrix, tokenizer, "fep") == {"<unk>": 1.0}
+    assert row(matrix, tokenizer, "RED") == {"RED": 1.0}  # copying still comes first
+    assert lexicon.hard_mapping(tokenizer) == {"dax": "RED", "lug": "BLUE", "RED": "RED"}
+    with_unclaimed = stand_in(["dax", "lug", "fep"], ["RED", "BLUE", "PURPLE"])
+    assert row(lexicon.to_matrix(with_unclaimed), with_unclaimed, "fep") == {"PURPLE": 1.0}
+    assert Lexicon.from_dict(lexicon.to_dict()).fallback == "mutual_exclusivity_or_abstain"
+
+
 def test_uniform_fallback():
     lexicon = learn_lexicon((["dax lug"], ["RED BLUE"]), "uniform")
     assert lexicon.num_entries == 0 and lexicon.fallback == "uniform"

@@ -305,3 +305,39 @@ def test_a_decoder_state_that_overflows_ends_its_hypothesis_instead_of_poisoning
         assert not any(torch.isnan(step).any() for step in out.scores)
         if num_beams > 1:
             assert torch.isfinite(out.sequences_scores).all()
+
+
+def test_an_abstaining_lexicon_is_never_decoded_to_unk_even_after_reloading(toy_tokenizer, toy_data, tmp_path):
+    # `twice` has no entry and every colour is claimed: with the paper code's fallback its row goes to <unk>,
+    # which the model must then never generate (the paper's code masks it at decoding too)
+    lexicon = lexical_hf.Lexicon(
+        {"dax": {"RED": 1}, "lug": {"BLUE": 1}, "wif": {"GREEN": 1}, "zup": {"YELLOW": 1}},
+        fallback="mutual_exclusivity_or_abstain",
+    )
+    unk = toy_tokenizer.target_vocab["<unk>"]
+    assert lexicon.to_matrix(toy_tokenizer)[toy_tokenizer.source_vocab["twice"], unk] == 1.0
+    model = small_model(toy_tokenizer, gate="copy_token")
+    with torch.no_grad():
+        model.lexical_head.write_projection.bias[unk] += 50.0  # the write path now prefers <unk> at every step
+    batch = encode_batch(toy_tokenizer, toy_data[:6])
+    inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=5)
+    model.set_lexicon(lexicon.to_matrix(toy_tokenizer))  # a bare matrix carries no fallback: nothing suppressed
+    assert model.generate(**inputs)[:, 1:].eq(unk).any()
+    model.set_lexicon(lexicon, toy_tokenizer)
+    assert model.generation_config.suppress_tokens == [unk]
+    assert not model.generate(**inputs).eq(unk).any()
+    model.save_pretrained(tmp_path)
+    reloaded = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path).eval()
+    assert reloaded.generation_config.suppress_tokens == [unk]
+    assert torch.equal(reloaded.generate(**inputs), model.generate(**inputs))
+    # the source <s> of a source_bos tokenizer abstains too, whatever the fallback
+    sources, targets = zip(*toy_data)
+    bos_tokenizer = lexical_hf.LexicalTokenizer.from_texts(sources, targets, source_bos=True)
+    plain = lexical_hf.Lexicon(dict(lexicon.entries))
+    assert plain.to_matrix(bos_tokenizer)[bos_tokenizer.bos_token_id, unk] == 1.0
+    bos_model = small_model(bos_tokenizer)
+    bos_model.set_lexicon(plain, bos_tokenizer)
+    assert bos_model.generation_config.suppress_tokens == [unk]
+    no_bos_model = small_model(toy_tokenizer)
+    no_bos_model.set_lexicon(plain, toy_tokenizer)
+    assert not no_bos_model.generation_config.suppress_tokens

@@ -62,11 +62,11 @@ def test_translation_rows_report_both_bleu_protocols_and_the_sacrebleu_signature
         return {"test": {"bleu_paper": {"score": full, "bp": 1.0}, "bleu_paper_one_shot": {"score": one_shot},
                          "sacrebleu": {"score": sacre, "signature": "nrefs:1|tok:zh|v:2"}}}
 
-    (tmp_path / "eng-cmn").mkdir()
-    (tmp_path / "eng-cmn" / "ibm2.json").write_text(json.dumps(cpu_row([seed(20.0, 14.0, 18.0), seed(22.0, 16.0, 20.0)])))
+    (tmp_path / "mt").mkdir()
+    (tmp_path / "mt" / "ibm2.json").write_text(json.dumps(cpu_row([seed(20.0, 14.0, 18.0), seed(22.0, 16.0, 20.0)])))
     text = reproduce.summarize()
-    row = next(line for line in text.splitlines() if "(eng-cmn/ibm2.json)" in line)
-    assert "| + Lex: IBM Model 2 | [21.00 ± 1.00](eng-cmn/ibm2.json) | 25.49 | 15.00 ± 1.00 | 19.62 | 19.00 ± 1.00 | 2 (0–1) |" in row
+    row = next(line for line in text.splitlines() if "(mt/ibm2.json)" in line)
+    assert "| + Lex: IBM Model 2 | [21.00 ± 1.00](mt/ibm2.json) | 25.49 | 15.00 ± 1.00 | 19.62 | 19.00 ± 1.00 | 2 (0–1) |" in row
     assert "nrefs:1|tok:zh|v:2" in text
     assert "800 updates" in text and "final weights" in text and "(length-grouped)" in text
 
@@ -100,3 +100,11 @@ def test_extend_adds_new_seeds_to_a_row_and_refuses_other_settings_or_repeated_s
         reproduce.extend_row(earlier, earlier)
     with pytest.raises(ValueError, match="other settings.*training"):
         reproduce.extend_row(earlier, {**later, "training": {**later["training"], "max_steps": 1600}})
+    # rows written before the lexicon fallback and the source <s> were recorded used the defaults
+    simple_earlier, simple_later = {**earlier, "lexicon": "simple"}, {**later, "lexicon": "simple"}
+    recorded = {**simple_later, "lexicon_fallback": "mutual_exclusivity", "source_bos": False}
+    assert reproduce.extend_row(simple_earlier, recorded)["seeds"] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="other settings.*lexicon_fallback"):
+        reproduce.extend_row(simple_earlier, {**recorded, "lexicon_fallback": "mutual_exclusivity_or_abstain"})
+    with pytest.raises(ValueError, match="other settings.*source_bos"):
+        reproduce.extend_row(simple_earlier, {**recorded, "source_bos": True})

@@ -63,6 +63,28 @@ def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_pa
     assert model.lexicon is not None and model.lexicon.method == "simple"
 
 
+def test_paper_code_source_and_lexicon_options_travel_with_the_published_folder(tmp_path):
+    run([sys.executable], tmp_path, ["--seeds", "0", "--source_bos", "true",
+                                     "--lexicon_fallback", "mutual_exclusivity_or_abstain"])
+    results = check_output_folder(tmp_path, [0])
+    assert results["source_bos"] is True and results["lexicon_fallback"] == "mutual_exclusivity_or_abstain"
+    assert json.loads((tmp_path / "lexicon.json").read_text())["fallback"] == "mutual_exclusivity_or_abstain"
+    assert json.loads((tmp_path / "generation_config.json").read_text())["suppress_tokens"] == [3]  # <unk>
+
+    import lexical_hf
+    from lexical_hf import evaluation
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    assert tokenizer.source_bos and tokenizer(["dax"])["input_ids"][0][0] == tokenizer.bos_token_id
+    model = AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
+    test = lexical_hf.load_benchmark("colors")["test"]
+    with torch.no_grad():
+        generated = model.generate(**tokenizer(test["source"], padding=True, return_tensors="pt"), num_beams=2)
+    predictions = tokenizer.batch_decode(generated, skip_special_tokens=True)
+    assert evaluation.exact_match(predictions, test["target"]) == results["per_seed"]["0"]["test"]["exact_match"]
+
+
 def test_same_seeds_give_the_same_metrics_sequentially_and_in_parallel_processes(tmp_path):
     run([sys.executable], tmp_path / "a", ["--seeds", "3-4"])
     run([sys.executable], tmp_path / "b", ["--seeds", "3-4", "--parallel_seeds", "2"])
@@ -115,6 +137,12 @@ def test_bad_arguments_fail_clearly(tmp_path):
     result = subprocess.run([sys.executable, str(SCRIPT), "--lexicon", "magic", "--output_dir", str(tmp_path)],
                             capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode != 0 and "--lexicon must be one of" in result.stderr
+    for extra, message in ((["--lexicon_fallback", "uniform"], "--lexicon_fallback must be"),
+                           (["--lexicon", "uniform", "--lexicon_fallback", "mutual_exclusivity_or_abstain"],
+                            "fallback is part of its definition")):
+        result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
+                                capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+        assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
 
 
 def test_transformer_backbone_uses_its_cpu_preset_and_round_trips(tmp_path):

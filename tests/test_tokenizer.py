@@ -84,3 +84,16 @@ def test_data_collator_pads_labels_with_minus_100(tokenizer):
 def test_vocabularies_are_fixed(tokenizer):
     with pytest.raises(NotImplementedError, match="fixed"):
         tokenizer.add_tokens(["crawl"])
+
+
+def test_source_bos_prepends_start_to_sources_only_and_survives_saving(tmp_path):
+    tokenizer = LexicalTokenizer.from_texts(["dax lug"], ["RED BLUE"], source_bos=True)
+    batch = tokenizer(["dax lug"], text_target=["RED BLUE"])
+    assert batch["input_ids"] == [[1, 4, 5, 2]] and batch["labels"] == [[5, 4, 2]]
+    assert tokenizer.decode_source(batch["input_ids"][0], skip_special_tokens=True) == "dax lug"
+    tokenizer.save_pretrained(tmp_path)
+    reloaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert reloaded.source_bos and reloaded(["lug"])["input_ids"] == [[1, 5, 2]]
+    assert not LexicalTokenizer.from_texts(["dax"], ["RED"]).source_bos
+    with pytest.raises(ValueError, match="source_bos"):
+        LexicalTokenizer.from_pretrained(tmp_path, source_bos=False)

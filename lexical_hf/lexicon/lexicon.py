@@ -15,6 +15,12 @@ token strings meet a tokenizer's ids. The rules `to_matrix` applies, row by row:
   targets of its (kept) entries and, when it has no entries, its own string through copying. This is the paper's
   mutual-exclusivity bias. If every target token is claimed the row is uniform over all generatable non-special
   target tokens (the paper's code leaves such rows at zero, which its argmax turns into id 0, the padding token).
+* **No entry (fallback ``"mutual_exclusivity_or_abstain"``, the paper's code).** As ``"mutual_exclusivity"``, but
+  when every target token is claimed the row maps to ``<unk>``, a token the model then never generates
+  (`LexicalSeq2SeqForConditionalGeneration.set_lexicon` adds it to ``generation_config.suppress_tokens``).
+  Attending such a token (a function word like ``twice`` or ``fep``) then *abstains*: its lexical mass goes to a
+  token that is never right, as the paper's code sends it to padding, instead of being spread over every output,
+  which a model can exploit by blending a little attention on a content word with a lot on a function word.
 * **No entry (fallback ``"uniform"``).** Every row without entries is uniform over all generatable non-special target
   tokens; the `uniform` learner uses this with no entries at all (the paper's ablation).
 * **Special source tokens** follow a fixed convention whatever the entries say: ``</s> -> </s>``,
@@ -58,7 +64,8 @@ PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 # rows of special source tokens (see the module docstring)
 SPECIAL_SOURCE_TARGET = {PAD: UNK, BOS: UNK, EOS: EOS, UNK: UNK}
-FALLBACKS = ("mutual_exclusivity", "uniform")
+FALLBACKS = ("mutual_exclusivity", "mutual_exclusivity_or_abstain", "uniform")
+ABSTAIN_TARGET = "<unk>"  # where "mutual_exclusivity_or_abstain" sends rows when every target is claimed
 
 
 class LexiconCoverageWarning(UserWarning):
@@ -98,7 +105,8 @@ class Lexicon:
         hyperparameters: the learner's resolved hyperparameters.
         provenance: where the entries came from (dataset, config, split, number of examples, package version, …).
         temperature: the default τ of `to_matrix` (0 = hard lexicon).
-        fallback: rule for source tokens without entries, ``"mutual_exclusivity"`` (default) or ``"uniform"``.
+        fallback: rule for source tokens without entries, ``"mutual_exclusivity"`` (default),
+            ``"mutual_exclusivity_or_abstain"`` (the paper's code) or ``"uniform"``.
         statistics: optional learner diagnostics (e.g. the sampler's acceptance rate), saved with the metadata.
     """
 
@@ -204,7 +212,7 @@ class Lexicon:
                 continue
             if source in kept:
                 mapping[source] = _hard_choice(source, kept[source])
-            elif self.fallback == "mutual_exclusivity" and target_vocab.get(source) in content:
+            elif self.fallback != "uniform" and target_vocab.get(source) in content:
                 mapping[source] = source
         return mapping
 
@@ -351,6 +359,8 @@ class Lexicon:
             uniform_rows = [source_id for source_id, _ in uniform_rows]
             unclaimed = np.array(sorted(content - claimed), dtype=np.int64)
             spread_over = unclaimed if len(unclaimed) else every_content
+            if not len(unclaimed) and self.fallback == "mutual_exclusivity_or_abstain":
+                spread_over = np.array([target_vocab[ABSTAIN_TARGET]], dtype=np.int64)
         if uniform_rows:
             if len(spread_over):
                 matrix[np.ix_(np.array(uniform_rows), spread_over)] = 1.0 / len(spread_over)
