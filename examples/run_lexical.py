@@ -43,6 +43,7 @@ from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGenerat
 from lexical_hf import evaluation
 from lexical_hf.cli import parse_learner_params
 from lexical_hf.lexicon import Lexicon, apply_lexicon, learn_lexicon
+from lexical_hf.lexicon.lexicon import FALLBACKS
 from lexical_hf.results import results_markdown, summarize_row
 
 logger = logging.getLogger("run_lexical")
@@ -194,7 +195,7 @@ def preset_values(argv: list[str]) -> dict:
     table = presets[preset]
     values = table.get(lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default", table["default"])
     values = {key: value for key, value in values.items() if value is not None}
-    if flag("lexicon", "simple") in ("uniform", "none"):  # the uniform learner's fallback is its definition
+    if flag("lexicon", "simple") == "uniform":  # the uniform learner's fallback is its definition
         values.pop("lexicon_fallback", None)
     return {"preset": preset, **values}
 
@@ -383,9 +384,9 @@ def main(argv=None):
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO if training_args.should_log else logging.WARNING)
     if lexicon_args.lexicon not in LEXICON_CHOICES:
         raise ValueError(f"--lexicon must be one of {LEXICON_CHOICES}, got {lexicon_args.lexicon!r}")
-    if lexicon_args.lexicon_fallback not in (None, "mutual_exclusivity", "mutual_exclusivity_or_abstain"):
-        raise ValueError("--lexicon_fallback must be mutual_exclusivity or mutual_exclusivity_or_abstain, got "
-                         f"{lexicon_args.lexicon_fallback!r}")
+    replaceable_fallbacks = [f for f in FALLBACKS if f != "uniform"]  # "uniform" is the uniform learner's own
+    if lexicon_args.lexicon_fallback not in (None, *replaceable_fallbacks):
+        raise ValueError(f"--lexicon_fallback must be one of {replaceable_fallbacks}, got {lexicon_args.lexicon_fallback!r}")
     if experiment_args.selection not in ("validation", "final"):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
     seeds = parse_seeds(experiment_args.seeds)
