@@ -78,14 +78,18 @@ _CPU_COMMON = {**_PAPER_COMMON, "feed_dropout": False, "combine_decoder_input": 
                "embedding_size": 128, "hidden_size": 256, "per_device_train_batch_size": 64,
                "gradient_accumulation_steps": 1, "warmup_steps": 300, "learning_rate": 2e-3, "max_steps": 1500,
                "dropout": 0.25, "generation_num_beams": 1, "train_sampling_strategy": "group_by_length"}
+_CPU_SCAN = {**_CPU_COMMON, "output_dropout": 0.5, "validation_fraction": 0.01}
 PRESETS = {
     # The paper's recipe (Akyürek & Andreas 2021, Appendix; ekinakyurek/lexical exp/*.sh).
     # SCAN: validation = a seeded 1% of train (the paper's protocol), used for checkpoint selection.
     "paper": {"default": _PAPER_COMMON, "colors": _PAPER_COLORS,
               "scan": {**_PAPER_COMMON, "output_dropout": 0.5, "validation_fraction": 0.01}},
     # Small enough for 2 CPU cores; costs are measured in results/ (see README). Colors runs the paper recipe.
-    "cpu": {"default": _CPU_COMMON, "colors": _PAPER_COLORS,
-            "scan": {**_CPU_COMMON, "output_dropout": 0.5, "validation_fraction": 0.01}},
+    # A "<benchmark>/<config>" entry overrides "<benchmark>" for that config: addprim_jump underfits at 1,500
+    # updates (validation exact match peaks at 0.90–0.93) and gains from 3,000 (0.57 ± 0.21 → 0.78 ± 0.08 over
+    # seeds 0–4, results/scan_cpu_tier_analysis.md); template_around_right stays at 0.00 with either, so it keeps the cheaper one.
+    "cpu": {"default": _CPU_COMMON, "colors": _PAPER_COLORS, "scan": _CPU_SCAN,
+            "scan/addprim_jump": {**_CPU_SCAN, "max_steps": 3000}},
     "none": {"default": {}},
 }
 # The Transformer backbone has no paper recipe: only a CPU preset (measured on SCAN addprim_jump and Colors, see
@@ -193,7 +197,8 @@ def preset_values(argv: list[str]) -> dict:
     if preset not in presets:
         raise ValueError(f"--preset for --backbone {backbone} must be one of {list(presets)}, got {preset!r}")
     table = presets[preset]
-    values = table.get(lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default", table["default"])
+    name = lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default"
+    values = table.get(f"{name}/{flag('benchmark_config', None)}", table.get(name, table["default"]))
     values = {key: value for key, value in values.items() if value is not None}
     if flag("lexicon", "simple") == "uniform":  # the uniform learner's fallback is its definition
         values.pop("lexicon_fallback", None)
@@ -516,12 +521,29 @@ def machine_description(parallel_seeds: int = 1) -> str:
 
 
 def publish_folder(output_dir: Path, first_seed: int, tokenizer, lexicon, results, experiment_args, training_args):
-    """Turn output_dir into a complete Hub model repo and push it when asked."""
+    """Turn output_dir into a complete Hub model repo and push it when asked.
+
+    The weights are `first_seed`'s, copied (not moved) from seeds/seed-K/final: runs over other seed sets can share
+    output_dir (`--resume_from_checkpoint true` reads finished seeds), so the seed's own copy must survive for the
+    next aggregation to publish it again."""
     final = output_dir / "seeds" / f"seed-{first_seed}" / "final"
-    if final.is_dir():
+    if final.is_dir() and any(final.glob("*.safetensors")):
         for item in final.iterdir():
             if item.is_file() and item.name != "training_args.bin":
-                os.replace(item, output_dir / item.name)
+                staged = output_dir / f".{item.name}.partial"
+                shutil.copy2(item, staged)
+                os.replace(staged, output_dir / item.name)  # atomic: a reader never sees half a file
+    else:
+        # Folders written before weights were copied hold the published seed only at the top level.
+        previous = output_dir / "results.json"
+        previous_seed = json.loads(previous.read_text())["seeds"][0] if previous.exists() else None
+        if previous_seed != first_seed or not (output_dir / "model.safetensors").exists():
+            holds = "no published weights" if previous_seed is None else f"seed {previous_seed}'s weights"
+            raise FileNotFoundError(
+                f"seed {first_seed}'s final weights are not in {final} and {output_dir} holds {holds}: publishing "
+                f"would pair these results with other weights. Train seed {first_seed} again (remove {final.parent}) "
+                "or list another finished seed first in --seeds."
+            )
     if lexicon is not None:
         lexicon.save_pretrained(output_dir)
     (output_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")

@@ -132,6 +132,29 @@ def test_resume_after_an_interrupted_seed_gives_the_same_result(tmp_path):
     assert a == b
 
 
+def test_seeds_trained_in_separate_runs_publish_the_first_seeds_weights(tmp_path):
+    """Seeds trained one run at a time into one folder, then aggregated with --resume_from_checkpoint: the folder's
+    weights are the first seed's, whichever run finished last."""
+    from safetensors.torch import load_file
+
+    run([sys.executable], tmp_path, ["--seeds", "0"])
+    run([sys.executable], tmp_path, ["--seeds", "1"])  # publishes seed 1 at the top level for now
+    run([sys.executable], tmp_path, ["--seeds", "0-1", "--resume_from_checkpoint", "true"])
+    check_output_folder(tmp_path, [0, 1])
+    published = load_file(tmp_path / "model.safetensors")
+    for seed, same in ((0, True), (1, False)):
+        own = load_file(tmp_path / "seeds" / f"seed-{seed}" / "final" / "model.safetensors")
+        assert all(torch.equal(published[name], own[name]) for name in own) == same
+
+    # a seed whose weights are gone (a folder from before weights were copied) is an error, not a mismatched folder
+    (tmp_path / "seeds" / "seed-1" / "final" / "model.safetensors").unlink()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    failed = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--output_dir", str(tmp_path), "--seeds", "1,0",
+                             "--resume_from_checkpoint", "true"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert failed.returncode != 0 and "seed 1's final weights are not in" in failed.stderr
+    assert json.loads((tmp_path / "results.json").read_text())["seeds"] == [0, 1]  # the folder was left as it was
+
+
 def test_bad_arguments_fail_clearly(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, str(SCRIPT), "--lexicon", "magic", "--output_dir", str(tmp_path)],
@@ -166,3 +189,20 @@ def test_transformer_backbone_has_no_paper_preset(tmp_path):
     result = subprocess.run([sys.executable, str(SCRIPT), "--backbone", "transformer", "--preset", "paper",
                              "--output_dir", str(tmp_path)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode != 0 and "--preset for --backbone transformer must be one of ['cpu', 'none']" in result.stderr
+
+
+def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_lexical", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    scan = ["--preset", "cpu", "--benchmark", "scan", "--benchmark_config"]
+    jump = module.preset_values([*scan, "addprim_jump"])
+    around_right = module.preset_values([*scan, "template_around_right"])
+    assert jump["max_steps"] == module.PRESETS["cpu"]["scan/addprim_jump"]["max_steps"] != around_right["max_steps"]
+    assert {k: v for k, v in jump.items() if k != "max_steps"} == {k: v for k, v in around_right.items() if k != "max_steps"}
+    assert module.preset_values([*scan[:-1], "--benchmark_config=addprim_jump"])["max_steps"] == jump["max_steps"]
+    # a flag on the command line still wins over the preset
+    args = module.parse_arguments([*scan, "addprim_jump", "--max_steps", "7", "--output_dir", "unused"])
+    assert args[-1].max_steps == 7
