@@ -10,11 +10,11 @@ and the first two misses. Used for the error look in results/cogs_mt_cpu_tier.md
 
 import argparse
 
-import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import lexical_hf  # noqa: F401  (registers the Auto classes)
 from lexical_hf.benchmarks import load_benchmark
+from lexical_hf.decoding import generate_texts
 
 
 def main():
@@ -32,12 +32,7 @@ def main():
     for folder in args.checkpoints:
         tokenizer = AutoTokenizer.from_pretrained(folder)
         model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
-        predictions = []
-        for start in range(0, len(sources), 50):
-            batch = tokenizer(sources[start:start + 50], return_tensors="pt", padding=True)
-            with torch.no_grad():
-                generated = model.generate(**batch, num_beams=1, do_sample=False)
-            predictions += tokenizer.batch_decode(generated, skip_special_tokens=True)
+        predictions = generate_texts(model, tokenizer, sources)
         misses = [(s, p, r) for s, p, r in zip(sources, predictions, references) if p != r]
         lengths = [len(p.split()) - len(r.split()) for _, p, r in misses]
         print(f"{folder}: exact match {1 - len(misses) / len(sources):.3f} on {len(sources)} {args.split} examples; "

@@ -13,11 +13,11 @@ misses. Used for the error look in results/scan_cpu_tier_analysis.md.
 import argparse
 import collections
 
-import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import lexical_hf  # noqa: F401  (registers the Auto classes)
 from lexical_hf.benchmarks import load_benchmark
+from lexical_hf.decoding import generate_texts
 
 
 def categories(source: str, word: str) -> list[str]:
@@ -43,12 +43,7 @@ def main():
     for checkpoint in args.checkpoints:
         model = AutoModelForSeq2SeqLM.from_pretrained(checkpoint).eval()
         tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        predictions = []
-        for start in range(0, len(data), args.batch_size):
-            batch = tokenizer(data["source"][start:start + args.batch_size], return_tensors="pt", padding=True)
-            with torch.no_grad():
-                output = model.generate(**batch, num_beams=1)
-            predictions += tokenizer.batch_decode(output, skip_special_tokens=True)
+        predictions = generate_texts(model, tokenizer, data["source"], batch_size=args.batch_size)
         counts = collections.defaultdict(lambda: [0, 0])
         misses = []
         for source, reference, prediction in zip(data["source"], data["target"], predictions):

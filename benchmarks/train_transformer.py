@@ -27,6 +27,7 @@ from transformers.utils import logging as hf_logging
 
 import lexical_hf
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer, evaluation
+from lexical_hf.decoding import generate_texts
 from lexical_hf.lexicon import learn_lexicon
 
 # The Transformer CPU preset (measured on SCAN addprim_jump with OMP_NUM_THREADS=1; see results/transformer_scan_jump.md)
@@ -60,20 +61,6 @@ def parse_args(argv):
         else:
             parser.add_argument(flag, type=type(value), default=value)
     return parser.parse_args(argv)
-
-
-@torch.no_grad()
-def predict(model, tokenizer, sources, batch_size, num_beams):
-    model.eval()
-    order = sorted(range(len(sources)), key=lambda k: len(sources[k].split()))
-    predictions = [None] * len(sources)
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        batch = tokenizer([sources[k] for k in rows], padding=True, return_tensors="pt")
-        generated = model.generate(**batch, num_beams=num_beams, do_sample=False)
-        for k, text in zip(rows, tokenizer.batch_decode(generated, skip_special_tokens=True)):
-            predictions[k] = text
-    return predictions
 
 
 def main(argv=None):
@@ -126,12 +113,12 @@ def main(argv=None):
             if args.max_eval_samples:
                 data = data.select(range(min(args.max_eval_samples, len(data))))
             start = time.perf_counter()
-            predictions = predict(model, tokenizer, list(data["source"]), args.eval_batch_size, args.generation_num_beams)
+            predictions = generate_texts(model, tokenizer, list(data["source"]), args.eval_batch_size, args.generation_num_beams)
             metrics[split] = {"exact_match": evaluation.exact_match(predictions, list(data["target"])),
                               "num_examples": len(data), "eval_seconds": time.perf_counter() - start}
         if args.eval_train_samples:
             data = raw["train"].shuffle(seed=0).select(range(min(args.eval_train_samples, len(raw["train"]))))
-            predictions = predict(model, tokenizer, list(data["source"]), args.eval_batch_size, args.generation_num_beams)
+            predictions = generate_texts(model, tokenizer, list(data["source"]), args.eval_batch_size, args.generation_num_beams)
             metrics["train_sample"] = {"exact_match": evaluation.exact_match(predictions, list(data["target"])),
                                        "num_examples": len(data)}
         if args.save_dir and seed == seeds[0]:

@@ -42,6 +42,7 @@ import lexical_hf
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
 from lexical_hf import evaluation
 from lexical_hf.cli import parse_learner_params
+from lexical_hf.decoding import generate_texts
 from lexical_hf.lexicon import Lexicon, apply_lexicon, learn_lexicon
 from lexical_hf.lexicon.lexicon import FALLBACKS
 from lexical_hf.results import results_markdown, summarize_row
@@ -269,18 +270,9 @@ def generate_predictions(model, tokenizer, sources: list[str], training_args) ->
     """Decode every source with the model's generate(), in the dataset's order.
 
     Runs in each process on the whole split (outside the Trainer's distributed sampler, whose padding would repeat
-    and reorder examples). Sources are batched by length so little time goes to padding."""
-    model.eval()
-    order = sorted(range(len(sources)), key=lambda k: len(sources[k].split()))
-    predictions = [None] * len(sources)
-    batch_size = training_args.per_device_eval_batch_size
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        batch = tokenizer([sources[k] for k in rows], padding=True, return_tensors="pt").to(model.device)
-        generated = model.generate(**batch, num_beams=training_args.generation_num_beams or 1, do_sample=False)
-        for k, text in zip(rows, tokenizer.batch_decode(generated, skip_special_tokens=True)):
-            predictions[k] = text
-    return predictions
+    and reorder examples)."""
+    return generate_texts(model, tokenizer, sources, batch_size=training_args.per_device_eval_batch_size,
+                          num_beams=training_args.generation_num_beams or 1)
 
 
 def split_metrics(raw, split: str, predictions: list[str]) -> dict:

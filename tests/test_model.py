@@ -341,3 +341,14 @@ def test_an_abstaining_lexicon_is_never_decoded_to_unk_even_after_reloading(toy_
     no_bos_model = small_model(toy_tokenizer)
     no_bos_model.set_lexicon(plain, toy_tokenizer)
     assert not no_bos_model.generation_config.suppress_tokens
+
+
+def test_generate_texts_keeps_the_order_of_sources_and_matches_one_at_a_time(toy_tokenizer, toy_data):
+    from lexical_hf.decoding import generate_texts
+
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
+    model.generation_config.max_new_tokens = 6
+    sources = [toy_data[k][0] for k in (30, 0, 7, 31, 1)]  # mixed lengths: sorted into batches, returned in order
+    batched = generate_texts(model, toy_tokenizer, sources, batch_size=2)
+    assert batched == [generate_texts(model, toy_tokenizer, [source])[0] for source in sources]
+    assert len(set(batched)) > 1  # the sources decode differently, so a reordering would show

@@ -65,7 +65,7 @@ SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 # rows of special source tokens (see the module docstring)
 SPECIAL_SOURCE_TARGET = {PAD: UNK, BOS: UNK, EOS: EOS, UNK: UNK}
 FALLBACKS = ("mutual_exclusivity", "mutual_exclusivity_or_abstain", "uniform")
-ABSTAIN_TARGET = "<unk>"  # where "mutual_exclusivity_or_abstain" sends rows when every target is claimed
+ABSTAIN_TARGET = UNK  # where "mutual_exclusivity_or_abstain" sends rows when every target is claimed
 
 
 class LexiconCoverageWarning(UserWarning):
