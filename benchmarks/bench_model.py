@@ -8,7 +8,8 @@ Usage (writes results/bench_model.json):
 What is measured
 * Training: forward + backward + Adam step on batches of 128 SCAN addprim_jump (and COGS) training pairs, counting
   non-pad source + target tokens per second, with random batches (what a plain shuffled loader gives) and with
-  length-grouped batches (what `train_sampling_strategy="group_by_length"` gives in the Trainer).
+  batches grouped by source + target length (what `run_lexical.py --group_by_target_length true` gives; the
+  Trainer's stock `group_by_length` sorts by the source alone).
 * Generation: sentences/s for greedy and beam-5 `generate()` on SCAN test commands. The weights are random, so
   sequences rarely stop early: this is the worst case, every sequence runs to `max_length` (51).
 * FLOPs per update (batch 128 × 4 accumulation = 512, the paper's setting) counted analytically from the matmuls
@@ -53,7 +54,7 @@ def load_pairs(name, data_dir):
 
 
 def make_batches(pairs, batch_size, count, grouped, seed=0):
-    """`count` batches; grouped = sort 50-batch mega-chunks by length, as transformers' LengthGroupedSampler does."""
+    """`count` batches; grouped = sort 50-batch mega-chunks by source + target length (LengthGroupedSampler's scheme)."""
     rng = random.Random(seed)
     order = list(range(len(pairs)))
     rng.shuffle(order)

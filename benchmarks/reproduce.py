@@ -92,7 +92,8 @@ def reduced_note(results: dict) -> str:
     batch_text = f"{batch}" + (f" × {accumulation}" if accumulation > 1 else "")
     # Row files written before the sampler was recorded all ran the cpu preset, which groups batches by length.
     if training.get("train_sampling_strategy", "group_by_length") == "group_by_length":
-        batch_text += " (length-grouped)"
+        by_target = results.get("group_by_target_length", False)  # absent from rows written before the flag existed
+        batch_text += " (grouped by source + target length)" if by_target else " (grouped by source length)"
     selection = ("checkpoint chosen on validation exact match" if results.get("selection") == "validation"
                  else "final weights")
     return (f"Rows with preset `cpu` are reduced: {model['num_layers']}×{model['hidden_size']} {model['backbone'].upper()} "
@@ -142,14 +143,15 @@ def run_row(args) -> Path:
 
 # What must agree for two runs to be seeds of one row: everything but the seeds, the output folder and the machine.
 SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexicon", "lexicon_temperature",
-                 "lexicon_fallback", "source_bos", "model", "training", "lexical_hf_version")
+                 "lexicon_fallback", "source_bos", "group_by_target_length", "model", "training", "lexical_hf_version")
 
 
 def row_setting(row: dict, key: str):
-    """`row[key]`; row files written before `lexicon_fallback` and `source_bos` were recorded used the defaults."""
+    """`row[key]`; row files written before `lexicon_fallback`, `source_bos` and `group_by_target_length` were
+    recorded used the defaults."""
     if key == "lexicon_fallback" and key not in row:
         return {"none": None, "uniform": "uniform"}.get(row.get("lexicon"), "mutual_exclusivity")
-    if key == "source_bos":
+    if key in ("source_bos", "group_by_target_length"):
         return bool(row.get(key, False))
     return row.get(key)
 

@@ -68,7 +68,7 @@ def test_translation_rows_report_both_bleu_protocols_and_the_sacrebleu_signature
     row = next(line for line in text.splitlines() if "(mt/ibm2.json)" in line)
     assert "| + Lex: IBM Model 2 | [21.00 ± 1.00](mt/ibm2.json) | 25.49 | 15.00 ± 1.00 | 19.62 | 19.00 ± 1.00 | 2 (0–1) |" in row
     assert "nrefs:1|tok:zh|v:2" in text
-    assert "800 updates" in text and "final weights" in text and "(length-grouped)" in text
+    assert "800 updates" in text and "final weights" in text and "(grouped by source length)" in text
 
 
 def test_cogs_test_numbers_are_never_presented_as_the_papers_gen_numbers(reproduce, tmp_path):
@@ -108,3 +108,15 @@ def test_extend_adds_new_seeds_to_a_row_and_refuses_other_settings_or_repeated_s
         reproduce.extend_row(simple_earlier, {**recorded, "lexicon_fallback": "mutual_exclusivity_or_abstain"})
     with pytest.raises(ValueError, match="other settings.*source_bos"):
         reproduce.extend_row(simple_earlier, {**recorded, "source_bos": True})
+    # seeds trained on differently grouped batches are another row
+    assert reproduce.extend_row(simple_earlier, {**recorded, "group_by_target_length": False})["seeds"] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="other settings.*group_by_target_length"):
+        reproduce.extend_row(simple_earlier, {**recorded, "group_by_target_length": True})
+
+
+def test_the_reduced_note_says_how_batches_were_grouped(reproduce):
+    row = cpu_row([{"test": {"exact_match": 0.5}}])
+    assert "batch 64 (grouped by source length)" in reproduce.reduced_note(row)
+    assert "batch 64 (grouped by source + target length)" in reproduce.reduced_note({**row, "group_by_target_length": True})
+    random_batches = {**row, "training": {**row["training"], "train_sampling_strategy": "random"}}
+    assert "batch 64," in reproduce.reduced_note(random_batches)
