@@ -165,7 +165,7 @@ class ExperimentArguments:
     selection: str = field(default="validation", metadata={"help": "validation (best validation EM) | final (paper)"})
     keep_seed_checkpoints: bool = field(default=False, metadata={"help": "keep every seed's Trainer checkpoints"})
     model_card_template: str | None = field(default=None, metadata={"help": "default: model_cards/lexical_model_card.md"})
-    group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone: SCAN updates 1.55x faster, but a seed learned more slowly per update (results/scan_cpu_tier_analysis.md)"})
+    group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone: SCAN updates 1.55x faster, but SCAN jump generalised worse (0.61 against 0.80 exact match on seeds 0-2; results/scan_cpu_tier_analysis.md)"})
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
     seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
     publish_seed: int | None = field(default=None, metadata={"help": "internal: the seed whose weights are published"})
@@ -336,8 +336,8 @@ class TargetLengthGroupedTrainer(Seq2SeqTrainer):
     before the sampler sees it). The LSTM decoder runs one step per target token up to the batch's longest target, and
     on SCAN the source hardly predicts the target (4 source words give 2 to 24 actions): on addprim_jump, batches of 64
     grouped by the source run 28.4 decoder steps on average, grouped by source + target 15.2, and an update of the
-    `cpu` preset takes 0.26 s instead of 0.40 s. Not the default: batches of one target length learned more slowly
-    per update there (results/scan_cpu_tier_analysis.md).
+    `cpu` preset takes 0.26 s instead of 0.40 s. Not the default: with batches of one target length the jump model
+    generalised worse (test exact match 0.61 against 0.80 on seeds 0–2; results/scan_cpu_tier_analysis.md).
     """
 
     def _get_train_sampler(self, train_dataset=None):
