@@ -30,8 +30,7 @@ def main(argv=None):
         ["--preset", "cpu", "--output_dir", "unused", "--report_to", "none", *argv])
     raw = run_lexical.load_pairs(data_args)
     tokenizer = run_lexical.LexicalTokenizer.from_dataset(raw["train"], source_bos=data_args.source_bos)
-    train = raw["train"].map(lambda batch: tokenizer(batch["source"], text_target=batch["target"]), batched=True,
-                             remove_columns=raw["train"].column_names)
+    train = run_lexical.tokenize_pairs(raw, tokenizer)["train"]
     model = run_lexical.build_model(model_args, lexicon_args, tokenizer, None)
     mean_target = statistics.fmean(len(labels) for labels in train["labels"])
     name = "/".join(filter(None, [data_args.benchmark or data_args.train_file, data_args.benchmark_config]))

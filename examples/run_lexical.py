@@ -328,6 +328,12 @@ def build_model(model_args, lexicon_args, tokenizer, lexicon) -> LexicalSeq2SeqF
     return model
 
 
+def tokenize_pairs(raw: datasets.DatasetDict, tokenizer) -> datasets.DatasetDict:
+    """`input_ids` / `attention_mask` / `labels` for every split, the text columns dropped: what the Trainer reads."""
+    return raw.map(lambda batch: tokenizer(batch["source"], text_target=batch["target"]), batched=True,
+                   remove_columns=raw["train"].column_names, desc="Tokenizing")
+
+
 class TargetLengthGroupedTrainer(Seq2SeqTrainer):
     """`Seq2SeqTrainer` whose `train_sampling_strategy="group_by_length"` groups by source + target length
     (`--group_by_target_length true`).
@@ -431,10 +437,7 @@ def main(argv=None):
         logger.info(f"{lexicon.method} lexicon: {lexicon.num_entries} entries; mean target coverage on train "
                     f"{statistics.fmean(coverage) if coverage else 0:.3f}")
 
-    def encode(batch):
-        return tokenizer(batch["source"], text_target=batch["target"])
-
-    tokenized = raw.map(encode, batched=True, remove_columns=raw["train"].column_names, desc="Tokenizing")
+    tokenized = tokenize_pairs(raw, tokenizer)
 
     per_seed = {}
     pending = []

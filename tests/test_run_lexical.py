@@ -20,6 +20,17 @@ HUB_FILES = {"config.json", "model.safetensors", "generation_config.json", "sour
              "target_tokenizer.json", "tokenizer_config.json", "lexicon.json", "results.json", "results.md", "README.md"}
 
 
+@pytest.fixture(scope="module")
+def run_lexical_module():
+    """examples/run_lexical.py imported as a module (it is a script, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_lexical", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run(command, output_dir, extra=(), timeout=600):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
     result = subprocess.run([*command, str(SCRIPT), *TINY, "--output_dir", str(output_dir), *extra],
@@ -193,12 +204,8 @@ def test_transformer_backbone_has_no_paper_preset(tmp_path):
     assert result.returncode != 0 and "--preset for --backbone transformer must be one of ['cpu', 'none']" in result.stderr
 
 
-def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("run_lexical", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry(run_lexical_module):
+    module = run_lexical_module
     scan = ["--preset", "cpu", "--benchmark", "scan", "--benchmark_config"]
     jump = module.preset_values([*scan, "addprim_jump"])
     around_right = module.preset_values([*scan, "template_around_right"])
@@ -210,17 +217,13 @@ def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry():
     assert args[-1].max_steps == 7
 
 
-def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_path):
+def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_path, run_lexical_module):
     """The decoder runs to the batch's longest target; `--group_by_target_length` groups by it too, not only by the
     source as the stock Trainer does (on SCAN grouping by the source nearly doubles the padded decoder steps)."""
-    import importlib.util
-
     import datasets
     from transformers import Seq2SeqTrainingArguments
 
-    spec = importlib.util.spec_from_file_location("run_lexical", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = run_lexical_module
     # every source has 3 tokens, targets have 1 to 8: grouping by the source alone cannot separate them
     targets = [[5] * (1 + i % 8) for i in range(64)]
     train = datasets.Dataset.from_dict({"input_ids": [[4, 4, 4]] * 64, "labels": targets})
