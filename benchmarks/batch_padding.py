@@ -1,13 +1,15 @@
 #!/usr/bin/env python
-"""How many decoder steps a training batch runs under each length grouping of `examples/run_lexical.py`.
+"""How far training batches are padded under each length grouping of `examples/run_lexical.py`.
 
     python benchmarks/batch_padding.py --benchmark scan --benchmark_config addprim_jump --data_dir ../shared/data
 
 Builds the training data exactly as run_lexical.py does (its preset, tokenizer and batch size), then draws batches
-from the real Trainer dataloaders: the stock `Seq2SeqTrainer` (the preset's sampler; `group_by_length` sorts by the
-source length) and `TargetLengthGroupedTrainer` (`--group_by_target_length true`: source + target length). Prints the
-mean padded target length per batch, i.e. the LSTM decoder's steps, against the mean target length. Any extra
-run_lexical.py flags pass through (e.g. `--preset paper`, `--per_device_train_batch_size 128`).
+from the real Trainer dataloaders of `LexicalSeq2SeqTrainer`: grouped by source length (the preset's
+`group_by_length`, as the stock Trainer groups) and by source + target length (`--group_by_target_length true`).
+Prints the mean padded target length per batch against the mean target length. The padded length is what the
+target-side embedding projection and the head compute over; the LSTM decoder's recurrent steps run to each row's own
+target length since 2026-11-24 (before that, to the padded length). Any extra run_lexical.py flags pass through (e.g.
+`--preset paper`, `--per_device_train_batch_size 128`).
 """
 
 import importlib.util
@@ -15,7 +17,6 @@ import statistics
 import sys
 from pathlib import Path
 
-import torch
 from transformers import DataCollatorForSeq2Seq
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "run_lexical.py"
@@ -37,13 +38,13 @@ def main(argv=None):
     print(f"{name}: {len(train)} training pairs, batch "
           f"{training_args.per_device_train_batch_size}, sampling {training_args.train_sampling_strategy}; "
           f"mean target length {mean_target:.1f} (with </s>)")
-    for trainer_class in (run_lexical.Seq2SeqTrainer, run_lexical.TargetLengthGroupedTrainer):
-        torch.manual_seed(training_args.seed)
-        trainer = trainer_class(model=model, args=training_args, train_dataset=train, processing_class=tokenizer,
-                                data_collator=DataCollatorForSeq2Seq(tokenizer, model=model))
+    for by_target in (False, True):
+        trainer = run_lexical.LexicalSeq2SeqTrainer(
+            model=model, args=training_args, train_dataset=train, processing_class=tokenizer,
+            data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), group_by_target_length=by_target)
         steps = [batch["labels"].shape[1] for batch in trainer.get_train_dataloader()]  # one epoch
-        print(f"  {trainer_class.__name__}: {statistics.fmean(steps):.1f} decoder steps per batch "
-              f"({len(steps)} batches, one epoch)")
+        print(f"  grouped by {'source + target' if by_target else 'source'} length: {statistics.fmean(steps):.1f} "
+              f"padded target positions per batch ({len(steps)} batches, one epoch)")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ What is measured
 * Generation: sentences/s for greedy and beam-5 `generate()` on SCAN test commands. The weights are random, so
   sequences rarely stop early: this is the worst case, every sequence runs to `max_length` (51).
 * FLOPs per update (batch 128 × 4 accumulation = 512, the paper's setting) counted analytically from the matmuls
-  actually executed (padding included; backward = 2 × forward), the achieved FLOP/s, and a plain `torch.matmul`
-  FLOP/s measured in the same run: the machine's practical limit.
+  actually executed (the LSTM decoder's step loop skips positions past each row's target; backward = 2 × forward),
+  the achieved FLOP/s, and a plain `torch.matmul` FLOP/s measured in the same run: the machine's practical limit.
 * Sizes: `SIZES` maps a name to config kwargs; `transformer_*` entries use `backbone="transformer"` (FLOPs are
   counted for it too, see `transformer_forward_flops`). Pick some with `--sizes`.
 * The ratio against the reference the issue names: the paper's public code at 2×512 on a 2-core machine trains at
@@ -76,24 +76,27 @@ def encode(tokenizer, batch):
     return enc
 
 
-def forward_flops(config, batch_size, source_len, target_len):
-    """Multiply-adds × 2 of every matmul the model runs on one padded batch."""
+def forward_flops(config, batch_size, source_len, target_len, decoder_row_steps):
+    """Multiply-adds × 2 of every matmul the model runs on one padded batch; `decoder_row_steps` = Σ target lengths."""
     if config.backbone == "transformer":
         return transformer_forward_flops(config, batch_size, source_len, target_len)
-    return lstm_forward_flops(config, batch_size, source_len, target_len)
+    return lstm_forward_flops(config, batch_size, source_len, target_len, decoder_row_steps)
 
 
-def lstm_forward_flops(config, batch_size, source_len, target_len):
-    """Multiply-adds × 2 of every matmul the LSTM model runs on one padded batch."""
+def lstm_forward_flops(config, batch_size, source_len, target_len, decoder_row_steps):
+    """Multiply-adds × 2 of every matmul the LSTM model runs on one padded batch. With labels the decoder's step loop
+    runs each row only to its own target length (`decoder_row_steps` row-steps in all); the embedding part of layer
+    0's input projection and the head run on all B × T positions."""
     E, H, L = config.embedding_size, config.hidden_size, config.num_layers
     V = config.target_vocab_size
     B, S, T = batch_size, source_len, target_len
     lstm = lambda inputs: 2 * 4 * H * (inputs + H)  # noqa: E731  (gates of one LSTM layer, one token)
     encoder = B * S * (lstm(E) + (L - 1) * lstm(H))
     keys = 2 * B * S * H * H
-    decoder_step = B * (lstm(E + H) + (L - 1) * lstm(H) + 2 * 2 * S * H + 2 * 2 * H * H)
+    embedding_gates = B * T * 2 * 4 * H * E
+    decoder_row_step = lstm(H) + (L - 1) * lstm(H) + 2 * 2 * S * H + 2 * 2 * H * H  # lstm(H): [feed; h] of layer 0
     head = 2 * B * T * (H * V + S * V + H)
-    return encoder + keys + T * decoder_step + head
+    return encoder + keys + embedding_gates + decoder_row_steps * decoder_row_step + head
 
 
 def transformer_forward_flops(config, batch_size, source_len, target_len):
@@ -138,7 +141,7 @@ def bench_training(model, tokenizer, batches, accumulation=4):
             optimizer.step()
             optimizer.zero_grad()
         tokens += int(enc["attention_mask"].sum()) + int((enc["labels"] != -100).sum())
-        flops += 3 * forward_flops(model.config, *enc["input_ids"].shape, enc["labels"].shape[1])
+        flops += 3 * forward_flops(model.config, *enc["input_ids"].shape, enc["labels"].shape[1], int((enc["labels"] != -100).sum()))
     seconds = time.perf_counter() - start
     batches_timed = len(encoded) - 1
     return {

@@ -21,6 +21,7 @@ import math
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -36,7 +37,7 @@ from transformers import (
     Seq2SeqTrainingArguments,
     set_seed,
 )
-from transformers.trainer_pt_utils import LengthGroupedSampler
+from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from transformers.trainer_utils import get_last_checkpoint
 
 import lexical_hf
@@ -165,7 +166,7 @@ class ExperimentArguments:
     selection: str = field(default="validation", metadata={"help": "validation (best validation EM) | final (paper)"})
     keep_seed_checkpoints: bool = field(default=False, metadata={"help": "keep every seed's Trainer checkpoints"})
     model_card_template: str | None = field(default=None, metadata={"help": "default: model_cards/lexical_model_card.md"})
-    group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone: SCAN updates 1.55x faster, but SCAN jump generalised worse (0.61 against 0.80 exact match on seeds 0-2; results/scan_cpu_tier_analysis.md)"})
+    group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone: SCAN jump updates 1.32x faster, but the model generalised worse (0.61 against 0.80 exact match on seeds 0-2; results/scan_cpu_tier_analysis.md)"})
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
     seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
     publish_seed: int | None = field(default=None, metadata={"help": "internal: the seed whose weights are published"})
@@ -334,24 +335,60 @@ def tokenize_pairs(raw: datasets.DatasetDict, tokenizer) -> datasets.DatasetDict
                    remove_columns=raw["train"].column_names, desc="Tokenizing")
 
 
-class TargetLengthGroupedTrainer(Seq2SeqTrainer):
-    """`Seq2SeqTrainer` whose `train_sampling_strategy="group_by_length"` groups by source + target length
-    (`--group_by_target_length true`).
+class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
+    """transformers' `LengthGroupedSampler`, with each epoch's order drawn from its own generator seeded by (seed,
+    epoch) instead of torch's global one.
+
+    Why: the stock sampler draws from the global generator, and on a mid-epoch resume the Trainer builds that epoch's
+    iterator before it restores the checkpoint's RNG state (`_run_epoch`: `skip_first_batches`, `_load_rng_state`
+    after), so a resumed run trained on other batches than the uninterrupted one. Here the order depends only on the
+    seed and the epoch, which the Trainer passes through `set_epoch` before every epoch (accelerate's
+    `DataLoaderShard.set_epoch` reaches the sampler, also behind `skip_first_batches`); every process of a
+    distributed run draws the same order.
+    """
+
+    def __init__(self, batch_size: int, lengths: list[int], seed: int):
+        super().__init__(batch_size, lengths=lengths)
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        # SeedSequence mixes (seed, epoch): seed 0's second epoch is not seed 1's first
+        state = int(np.random.SeedSequence([self.seed, self.epoch]).generate_state(1, dtype=np.uint64)[0] >> 1)
+        generator = torch.Generator().manual_seed(state)
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
+
+
+class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` whose `train_sampling_strategy="group_by_length"` sampler is `EpochSeededLengthGroupedSampler`
+    (a resumed run trains on the same batches as an uninterrupted one), grouped by source length like the stock one
+    or, with `group_by_target_length=True` (`--group_by_target_length true`), by source + target length.
 
     The stock sampler sorts by `input_ids` length alone (a `length` column would be dropped with the unused columns
-    before the sampler sees it). The LSTM decoder runs one step per target token up to the batch's longest target, and
-    on SCAN the source hardly predicts the target (4 source words give 2 to 24 actions): on addprim_jump, batches of 64
-    grouped by the source run 28.4 decoder steps on average, grouped by source + target 15.2, and an update of the
-    `cpu` preset takes 0.26 s instead of 0.40 s. Not the default: with batches of one target length the jump model
-    generalised worse (test exact match 0.61 against 0.80 on seeds 0–2; results/scan_cpu_tier_analysis.md).
+    before the sampler sees it). Grouping by the target too cuts the padded positions that the target embedding
+    projection and the head compute (the LSTM decoder's step loop already stops at each row's own target): 300
+    updates of the SCAN jump `cpu` preset take 61.9 s instead of 81.6 s. Not the default: with batches of one target
+    length the SCAN jump model generalised worse (test exact match 0.61 against 0.80 on seeds 0–2;
+    results/scan_cpu_tier_analysis.md).
     """
+
+    def __init__(self, *args, group_by_target_length: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.group_by_target_length = group_by_target_length
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = self.train_dataset if train_dataset is None else train_dataset
         if self.args.train_sampling_strategy != "group_by_length" or not isinstance(train_dataset, datasets.Dataset):
             return super()._get_train_sampler(train_dataset)
-        lengths = [len(source) + len(target) for source, target in zip(train_dataset["input_ids"], train_dataset["labels"])]
-        return LengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps, lengths=lengths)
+        sources = train_dataset["input_ids"]
+        if self.group_by_target_length:
+            lengths = [len(source) + len(target) for source, target in zip(sources, train_dataset["labels"])]
+        else:
+            lengths = [len(source) for source in sources]
+        return EpochSeededLengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps,
+                                               lengths, seed=self.args.seed)
 
 
 def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Path):
@@ -380,8 +417,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         references = decode(tokenizer, prediction.label_ids[:count])
         return {"exact_match": evaluation.exact_match(predictions, references)}
 
-    trainer_class = TargetLengthGroupedTrainer if experiment_args.group_by_target_length else Seq2SeqTrainer
-    trainer = trainer_class(
+    trainer = LexicalSeq2SeqTrainer(
+        group_by_target_length=experiment_args.group_by_target_length,
         model=model, args=seed_training_args, train_dataset=tokenized["train"],
         eval_dataset=tokenized["validation"] if has_validation else None,
         data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
@@ -464,6 +501,7 @@ def main(argv=None):
         "run_name": output_dir.name,
         "command": "python examples/run_lexical.py " + " ".join(argv),
         "lexical_hf_version": lexical_hf.__version__,
+        "source_revision": source_revision(),
         "preset": experiment_args.preset,
         "seeds": seeds,
         "selection": experiment_args.selection if "validation" in raw else "final",
@@ -528,6 +566,17 @@ def run_seeds_in_subprocesses(argv: list[str], seeds: list[int], published_seed:
             for _, other in running:
                 other.kill()
             raise RuntimeError(f"seed {seed} failed (exit status {process.returncode}); see its output above")
+
+
+def source_revision() -> str | None:
+    """`git describe --always --dirty` of the checkout this script runs from (None outside one): a row's numbers
+    depend on the code's arithmetic, not only on its version number."""
+    try:
+        described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).resolve().parent,
+                                   capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return described.stdout.strip() or None
 
 
 def machine_description(parallel_seeds: int = 1) -> str:

@@ -166,8 +166,12 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         elif attention_mask is None:
             attention_mask = encoder_outputs.source_ids.ne(self.config.pad_token_id)
 
+        target_lengths = None
+        if labels is not None:  # a recurrent decoder need not run a row past its last label (labels are right-padded)
+            positions = torch.arange(1, labels.shape[1] + 1, device=labels.device)
+            target_lengths = (labels.ne(-100) * positions).amax(1)
         features, gate_features, attention, cache = self.model.decoder(
-            decoder_input_ids, encoder_outputs, attention_mask, past_key_values
+            decoder_input_ids, encoder_outputs, attention_mask, past_key_values, target_lengths=target_lengths
         )
         self._warn_if_lexicon_unset()
         head = self.lexical_head(features, gate_features, attention, encoder_outputs.source_ids)

@@ -260,6 +260,61 @@ def test_lstm_step_matches_torch_lstm(toy_tokenizer, toy_data):
     torch.testing.assert_close(new_cache.cell, expected_c, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("code_details", [False, True])
+def test_teacher_forcing_skips_steps_past_each_target_without_changing_the_result(toy_tokenizer, toy_data, code_details):
+    """With labels the LSTM decoder runs each row only up to its last label (rows sorted, finished ones dropped).
+    Loss, log-probs on labelled positions and every gradient equal those of the full T-step run, which is what
+    the decoder does without labels; skipped positions carry zero features and even attention."""
+    options = dict(feed_dropout=True, combine_decoder_input=True, attention_query_bias=True, gate="copy_token") if code_details else {}
+    model = lexical_model(toy_tokenizer, num_layers=2, **options).eval()  # eval: no dropout draws to compare
+    pairs = [toy_data[i] for i in (7, 0, 30, 2, 11, 1)]  # targets of different lengths, not sorted
+    batch = encode_batch(toy_tokenizer, pairs)
+    labels = batch["labels"]
+    lengths = labels.ne(-100).sum(1)
+    assert len(set(lengths.tolist())) > 1
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
+
+    skipped = model(**batch)
+    skipped.loss.backward()
+    skipped_grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    full = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], decoder_input_ids=decoder_input_ids)
+    full_loss = torch.nn.functional.nll_loss(full.logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    full_loss.backward()
+
+    torch.testing.assert_close(skipped.loss, full_loss)
+    real = labels.ne(-100)
+    torch.testing.assert_close(skipped.logits[real], full.logits[real])
+    assert skipped_grads.keys() == {name for name, p in model.named_parameters() if p.grad is not None}
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            torch.testing.assert_close(skipped_grads[name], p.grad, atol=1e-6, rtol=1e-5, msg=name)
+    attention = skipped.cross_attentions[0]
+    source_tokens = batch["attention_mask"].float()
+    even = (source_tokens / source_tokens.sum(-1, keepdim=True)).unsqueeze(1).expand_as(attention)
+    torch.testing.assert_close(attention[~real], even[~real])
+    torch.testing.assert_close(skipped.logits.exp().sum(-1), torch.ones(labels.shape))
+
+
+def test_skipped_steps_leave_each_rows_own_final_state_in_the_cache(toy_tokenizer, toy_data):
+    """The cache after a length-skipping run holds, for every row, the state after its own last target step."""
+    model = lexical_model(toy_tokenizer, num_layers=2).eval()
+    pairs = [toy_data[i] for i in (7, 0, 11, 2)]  # longest first is rows (2, 0, 1, 3): not its own inverse
+    batch = encode_batch(toy_tokenizer, pairs)
+    decoder = model.model.decoder
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(batch["labels"])
+    lengths = batch["labels"].ne(-100).sum(1)
+    with torch.no_grad():
+        encoder_outputs = model.get_encoder()(batch["input_ids"], batch["attention_mask"])
+        *_, cache = decoder(decoder_input_ids, encoder_outputs, batch["attention_mask"], target_lengths=lengths)
+        for row, length in enumerate(lengths.tolist()):
+            row_outputs = type(encoder_outputs)(**{key: value[row : row + 1] for key, value in encoder_outputs.items()})
+            *_, own = decoder(decoder_input_ids[row : row + 1, :length], row_outputs, batch["attention_mask"][row : row + 1])
+            torch.testing.assert_close(cache.hidden[:, row], own.hidden[:, 0], atol=1e-6, rtol=1e-5)
+            torch.testing.assert_close(cache.cell[:, row], own.cell[:, 0], atol=1e-6, rtol=1e-5)
+            torch.testing.assert_close(cache.feed[row], own.feed[0], atol=1e-6, rtol=1e-5)
+
+
 def test_feed_dropout_drops_the_fed_back_vector_only_in_training(toy_tokenizer, toy_data):
     """feed_dropout (the paper's code): output_dropout moves from the head into the decoder, where it also hits the
     fed-back vector. Same weights, eval mode: identical log-probs; training mode: the feed is dropped."""

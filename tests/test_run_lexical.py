@@ -43,6 +43,7 @@ def check_output_folder(output_dir: Path, seeds):
     assert HUB_FILES <= {p.name for p in output_dir.iterdir()}
     results = json.loads((output_dir / "results.json").read_text())
     assert results["seeds"] == seeds and set(results["per_seed"]) == {str(s) for s in seeds}
+    assert "source_revision" in results  # the checkout's `git describe`, None outside one
     test = results["summary"]["test"]["exact_match"]
     per_seed = [results["per_seed"][str(s)]["test"]["exact_match"] for s in seeds]
     assert test["n"] == len(seeds) and abs(test["mean"] - sum(per_seed) / len(seeds)) < 1e-9
@@ -127,22 +128,47 @@ def test_accelerate_launch_two_cpu_processes(tmp_path):
     assert results["world_size"] == 2, result.stdout[-1000:]
 
 
-def test_resume_after_an_interrupted_seed_gives_the_same_result(tmp_path):
-    reference = run([sys.executable], tmp_path / "straight", ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10"])
+@pytest.mark.parametrize("sampling", ["random", "group_by_length"])
+def test_resume_after_an_interrupted_seed_gives_the_same_result(tmp_path, sampling):
+    """A seed stopped after update 20 (mid-epoch: 14 Colors pairs in batches of 5) and resumed ends with the same
+    weights and scores as the uninterrupted run, with shuffled and with length-grouped batches."""
+    from safetensors.torch import load_file
+
+    common = ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10", "--train_sampling_strategy", sampling]
+    run([sys.executable], tmp_path / "straight", common)
     interrupted = tmp_path / "resumed"
-    run([sys.executable], interrupted, ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10",
-                                        "--max_steps", "30", "--keep_seed_checkpoints", "true"])
+    run([sys.executable], interrupted, [*common, "--max_steps", "30", "--keep_seed_checkpoints", "true"])
     # simulate a crash after step 20: drop the finished state and the last checkpoint
     seed_dir = interrupted / "seeds" / "seed-0"
     (seed_dir / "metrics.json").unlink()
     import shutil
 
     shutil.rmtree(seed_dir / "checkpoint-30")
-    run([sys.executable], interrupted, ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10",
-                                        "--resume_from_checkpoint", "true"])
+    run([sys.executable], interrupted, [*common, "--resume_from_checkpoint", "true"])
     a = json.loads((tmp_path / "straight" / "results.json").read_text())["per_seed"]["0"]["test"]
     b = json.loads((interrupted / "results.json").read_text())["per_seed"]["0"]["test"]
     assert a == b
+    straight_weights = load_file(tmp_path / "straight" / "model.safetensors")
+    resumed_weights = load_file(interrupted / "model.safetensors")
+    assert all(torch.equal(straight_weights[name], resumed_weights[name]) for name in straight_weights)
+
+
+def test_length_grouped_batches_depend_on_the_seed_and_epoch_only(run_lexical_module):
+    """The length-grouped sampler draws each epoch from its own (seed, epoch) generator, never from torch's global
+    one (which a resumed run restores only after building the epoch's iterator)."""
+    sampler_class = run_lexical_module.EpochSeededLengthGroupedSampler
+    lengths = [1 + i % 7 for i in range(200)]
+
+    def order(seed, epoch, global_seed):
+        torch.manual_seed(global_seed)
+        sampler = sampler_class(8, lengths, seed=seed)
+        sampler.set_epoch(epoch)
+        return list(sampler)
+
+    assert sorted(order(0, 0, 0)) == list(range(200))
+    assert order(0, 1, 0) == order(0, 1, 123)  # the global generator does not matter
+    assert order(0, 0, 0) != order(0, 1, 0) != order(1, 0, 0)
+    assert order(0, 1, 0) != order(1, 0, 0)  # seed 0's second epoch is not seed 1's first
 
 
 def test_seeds_trained_in_separate_runs_publish_the_first_seeds_weights(tmp_path):
@@ -218,8 +244,8 @@ def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry(run_lexical_mo
 
 
 def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_path, run_lexical_module):
-    """The decoder runs to the batch's longest target; `--group_by_target_length` groups by it too, not only by the
-    source as the stock Trainer does (on SCAN grouping by the source nearly doubles the padded decoder steps)."""
+    """`--group_by_target_length` groups batches by source + target length, not only by the source as the stock
+    Trainer does (on SCAN grouping by the source nearly doubles the padded target positions)."""
     import datasets
     from transformers import Seq2SeqTrainingArguments
 
@@ -230,16 +256,15 @@ def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_
     config = LexicalSeq2SeqConfig(source_vocab_size=8, target_vocab_size=8, embedding_size=4, hidden_size=4, num_layers=1)
     args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=8,
                                     train_sampling_strategy="group_by_length", report_to=[])
-    trainer = module.TargetLengthGroupedTrainer(model=LexicalSeq2SeqForConditionalGeneration(config), args=args,
-                                                train_dataset=train)
-    stock = module.Seq2SeqTrainer(model=trainer.model, args=args, train_dataset=train)
+    model = LexicalSeq2SeqForConditionalGeneration(config)
+    trainer = module.LexicalSeq2SeqTrainer(model=model, args=args, train_dataset=train, group_by_target_length=True)
+    stock = module.LexicalSeq2SeqTrainer(model=model, args=args, train_dataset=train)
 
     def padded_decoder_steps(sampler_owner):
-        torch.manual_seed(0)  # the sampler permutes with torch's global generator
         order = list(sampler_owner._get_train_sampler(train))
         assert sorted(order) == list(range(64))
         return sum(max(len(targets[i]) for i in order[k:k + 8]) for k in range(0, 64, 8))
 
-    # sorted mega-batches of 16 put lengths 8..5 and 4..1 in separate batches (≈ 6 steps a batch); the stock
-    # sampler sorts by the (constant) source length, i.e. not at all, and nearly every batch runs 7–8 steps
+    # sorted mega-batches of 16 put lengths 8..5 and 4..1 in separate batches (≈ 6 steps a batch); grouping by the
+    # (constant) source length, as the stock sampler does, sorts nothing, and nearly every batch runs 7–8 steps
     assert padded_decoder_steps(trainer) < padded_decoder_steps(stock) - 8

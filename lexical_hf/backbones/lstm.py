@@ -19,8 +19,9 @@ paper``; see docs/ARCHITECTURE.md):
 * ``attention_query_bias``: the attention query has a bias, score_j = (W_att h_i + b)·e_j.
 
 The head receives features o_i, gate features h_i and α_i. Input feeding makes the decoder sequential in i, so the
-step loop runs over target positions (each step handles the whole batch); everything that does not depend on the
-recurrence (embeddings, attention keys, the output projection in the head) is computed once for all steps.
+step loop runs over target positions (each step handles the whole batch, or with teacher forcing only the rows whose
+target is not over yet); everything that does not depend on the recurrence (embeddings, attention keys, the output
+projection in the head) is computed once for all steps.
 """
 
 from dataclasses import dataclass
@@ -181,12 +182,21 @@ class LSTMAttentionDecoder(nn.Module):
         encoder_outputs: LexicalEncoderOutput,
         attention_mask: torch.Tensor,
         cache: LSTMDecoderCache | None = None,
+        target_lengths: torch.Tensor | None = None,
     ):
         """Run the decoder over `decoder_input_ids` (B, T) starting from `cache` (or the encoder's final state).
+
+        `target_lengths` (B,), optional: row b needs only its first `target_lengths[b]` steps (teacher forcing on
+        right-padded labels). The rows are then sorted by length and step i runs only on the rows still active, like
+        a PackedSequence: a batch costs its mean target length in steps, not its longest. Positions past a row's
+        length are not computed: their features and gate features are zeros, their attention is spread evenly over the
+        source tokens, and the returned cache holds each row's state after its own last step. Without it every row
+        runs all T steps.
 
         Returns `(features (B,T,H), gate_features (B,T,H), attention (B,T,S), cache)`; the cache is a new object
         and the one passed in is not modified.
         """
+        batch, steps = decoder_input_ids.shape
         if cache is None:
             cache = self.initial_cache(encoder_outputs)
         memory = encoder_outputs.last_hidden_state  # (B, S, H)
@@ -207,29 +217,54 @@ class LSTMAttentionDecoder(nn.Module):
             w_combine_embedding = w_combine[:, 2 * hidden_size : 2 * hidden_size + self.embedding_size]
             w_combine = torch.cat([w_combine[:, : 2 * hidden_size], w_combine[:, 2 * hidden_size + self.embedding_size :]], 1)
             combine_bias = torch.nn.functional.linear(embedded, w_combine_embedding, combine_bias)  # (B, T, H)
+        hidden, cell, feed = cache.hidden, cache.cell, cache.feed  # (layers, B, H), (layers, B, H), (B, H)
 
-        hidden, cell = list(cache.hidden.unbind(0)), list(cache.cell.unbind(0))
-        feed = cache.feed
+        if target_lengths is None:
+            order, active_rows = None, [batch] * steps
+        else:  # longest first, so that the rows active at step i are the first active_rows[i]
+            order = target_lengths.argsort(descending=True, stable=True)
+            sorted_lengths = target_lengths[order].clamp(max=steps)
+            active_rows = (sorted_lengths.unsqueeze(0) > torch.arange(steps, device=order.device).unsqueeze(1)).sum(1).tolist()
+            memory, keys, padding, embedding_gates = memory[order], keys[order], padding[order], embedding_gates[order]
+            hidden, cell, feed = hidden[:, order], cell[:, order], feed[order]
+            if query_bias_scores is not None:
+                query_bias_scores = query_bias_scores[order]
+            if self.combine_decoder_input:
+                combine_bias = combine_bias[order]
+        # One view per step. unbind, not embedding_gates[:, step]: the backward of a slice writes a zero-filled
+        # (B, T, 4H) gradient at every step (O(T²), about a tenth of an update on SCAN); unbind's backward stacks once.
+        embedding_gates = embedding_gates.unbind(1)
+        if self.combine_decoder_input:
+            combine_bias = combine_bias.unbind(1)
+
+        hidden, cell = list(hidden.unbind(0)), list(cell.unbind(0))
+        finished = []  # (hidden, cell, feed) of rows that ended, latest first: they leave from the end of the batch
         outputs, tops, attentions = [], [], []
-        for step in range(decoder_input_ids.shape[1]):
+        rows = batch
+        for step in range(steps):
+            if active_rows[step] < rows:
+                finished.append(([h[active_rows[step] :] for h in hidden], [c[active_rows[step] :] for c in cell],
+                                 feed[active_rows[step] :]))
+                rows = active_rows[step]
+                hidden, cell, feed = [h[:rows] for h in hidden], [c[:rows] for c in cell], feed[:rows]
             layer_input = self.dropout(feed) if self.feed_dropout else feed
             fed_back = layer_input
             for layer, (_, w_merged, bias) in enumerate(weights):
                 if layer == 0:
-                    gates = torch.addmm(embedding_gates[:, step], torch.cat([layer_input, hidden[0]], 1), w_merged.t())
+                    gates = torch.addmm(embedding_gates[step][:rows], torch.cat([layer_input, hidden[0]], 1), w_merged.t())
                 else:
                     layer_input = nn.functional.dropout(layer_input, between_layers, self.training)
                     gates = torch.addmm(bias, torch.cat([layer_input, hidden[layer]], 1), w_merged.t())
                 hidden[layer], cell[layer] = self._cell(gates, cell[layer])
                 layer_input = hidden[layer]
-            top = layer_input  # h_i: (B, H)
-            scores = torch.bmm(top.unsqueeze(1), keys).squeeze(1)
+            top = layer_input  # h_i: (rows, H)
+            scores = torch.bmm(top.unsqueeze(1), keys[:rows]).squeeze(1)
             if query_bias_scores is not None:
-                scores = scores + query_bias_scores
-            attention = scores.masked_fill(padding, float("-inf")).softmax(-1)  # (B, S)
-            context = torch.bmm(attention.unsqueeze(1), memory).squeeze(1)  # (B, H)
+                scores = scores + query_bias_scores[:rows]
+            attention = scores.masked_fill(padding[:rows], float("-inf")).softmax(-1)  # (rows, S)
+            context = torch.bmm(attention.unsqueeze(1), memory[:rows]).squeeze(1)  # (rows, H)
             if self.combine_decoder_input:
-                combined = torch.addmm(combine_bias[:, step], torch.cat([context, top, fed_back], -1), w_combine.t())
+                combined = torch.addmm(combine_bias[step][:rows], torch.cat([context, top, fed_back], -1), w_combine.t())
             else:
                 combined = torch.nn.functional.linear(torch.cat([context, top], -1), w_combine, combine_bias)
             feed = self.output_dropout(self.dropout(combined))
@@ -237,12 +272,29 @@ class LSTMAttentionDecoder(nn.Module):
             tops.append(top)
             attentions.append(attention)
 
-        features = torch.stack(outputs, dim=1)
-        gate_features = torch.stack(tops, dim=1)
-        attention = torch.stack(attentions, dim=1)
-        new_cache = LSTMDecoderCache(
-            torch.stack(hidden), torch.stack(cell), feed, cache.seq_length + decoder_input_ids.shape[1]
-        )
+        if order is None:
+            features, gate_features = torch.stack(outputs, dim=1), torch.stack(tops, dim=1)
+            attention = torch.stack(attentions, dim=1)
+        else:
+            # (row, step) pairs that were computed, as flat indices into (B·T) in the original row order
+            positions = torch.cat([order[:rows_i] * steps + step for step, rows_i in enumerate(active_rows)])
+            # skipped positions: zero features, and attention spread evenly over the source (a distribution, so the
+            # head's output there is still one; the loss never reads it)
+            source_tokens = attention_mask.to(attentions[0].dtype)
+            even_attention = (source_tokens / source_tokens.sum(-1, keepdim=True)).unsqueeze(1).expand(-1, steps, -1)
+            features, gate_features, attention = (
+                skipped.reshape(batch * steps, -1).index_copy(0, positions, torch.cat(parts)).view(batch, steps, -1)
+                for skipped, parts in ((outputs[0].new_zeros(batch, steps, outputs[0].shape[-1]), outputs),
+                                       (tops[0].new_zeros(batch, steps, tops[0].shape[-1]), tops),
+                                       (even_attention, attentions))
+            )
+            finished.append((hidden, cell, feed))
+            hidden = [torch.cat([state[0][layer] for state in reversed(finished)]) for layer in range(self.num_layers)]
+            cell = [torch.cat([state[1][layer] for state in reversed(finished)]) for layer in range(self.num_layers)]
+            feed = torch.cat([state[2] for state in reversed(finished)])
+            restore = order.argsort()
+            hidden, cell, feed = [h[restore] for h in hidden], [c[restore] for c in cell], feed[restore]
+        new_cache = LSTMDecoderCache(torch.stack(hidden), torch.stack(cell), feed, cache.seq_length + steps)
         return features, gate_features, attention, new_cache
 
 

@@ -361,11 +361,13 @@ class TransformerDecoder(nn.Module):
         encoder_outputs: LexicalEncoderOutput,
         attention_mask: torch.Tensor,
         cache: TransformerDecoderCache | None = None,
+        target_lengths: torch.Tensor | None = None,
     ):
         """Run the decoder over `decoder_input_ids` (B, T), after the t tokens held by `cache` (none without one).
 
         Returns `(features (B,T,d), gate_features (B,T,d), attention (B,T,S), cache)`; the cache is a new object
-        holding t + T tokens, and the one passed in is not modified.
+        holding t + T tokens, and the one passed in is not modified. `target_lengths` is accepted for the LSTM
+        decoder's interface and unused: all T positions run in parallel, so skipping padded ones would save nothing.
         """
         if cache is None:
             cache = self.initial_cache(encoder_outputs)
