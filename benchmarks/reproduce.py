@@ -211,7 +211,11 @@ def summarize() -> str:
              "Written by `python benchmarks/reproduce.py --summarize` from `results/<task>/<row>.json`; each row file",
              "holds its exact command, seeds, preset, machine and per-seed metrics. Mean ± population std over the",
              "seeds shown. Rows the paper has but we have not run are marked “not run”. Training times are",
-             "upper bounds: on the 2-core machine rows often ran beside other jobs (up to four processes).", "",
+             "upper bounds: on the 2-core machine rows often ran beside other jobs (up to four processes).",
+             "“code” is the `git describe` of the checkout that wrote the row. Rows from before d8e876d ran the LSTM",
+             "decoder over every padded target step; since then it stops each row at its own target, which is the",
+             "same model with other float rounding and dropout draws: rerunning such a row's command today gives",
+             "statistically equivalent, not digit-identical, numbers.", "",
              "The four learned lexicons on SCAN around_right, side by side (the paper's Figure 3):",
              "[`lexicons_around_right.png`](lexicons_around_right.png), with the notes in",
              "[`lexicons_around_right.md`](lexicons_around_right.md).", ""]
@@ -226,10 +230,10 @@ def summarize() -> str:
         lines += [f"## {TASK_TITLES[task]}", ""]
         if task == "eng-cmn":
             lines += ["| model | ours BLEU full | paper | ours 1-shot | paper | ours sacreBLEU | seeds | preset | "
-                      "training time (sum over seeds) | machine |", "|---|---|---|---|---|---|---|---|---|---|"]
+                      "training time (sum over seeds) | machine | code |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         else:
-            lines += ["| model | ours | paper | seeds | preset | training time (sum over seeds) | machine |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += ["| model | ours | paper | seeds | preset | training time (sum over seeds) | machine | code |",
+                      "|---|---|---|---|---|---|---|---|"]
         done = set()
         strips = []
         for path, results in zip(files, row_results):
@@ -242,6 +246,7 @@ def summarize() -> str:
             seeds = results["seeds"]
             seed_text = f"{len(seeds)} ({seeds[0]}–{seeds[-1]})" if seeds == list(range(seeds[0], seeds[-1] + 1)) else str(seeds)
             machine = results.get("machine", "?").split(";")[0]
+            code = f"`{results['source_revision']}`" if results.get("source_revision") else "before d8e876d"
             link = f"[{fmt(mean, std, digits)}]({task_folder(task)}/{path.name})"
             if task == "eng-cmn":
                 one_shot = metric_values(results, "bleu_paper_one_shot.score")
@@ -250,15 +255,15 @@ def summarize() -> str:
                              f"{fmt(statistics.fmean(one_shot), statistics.pstdev(one_shot), 2)} | "
                              f"{PAPER_ONE_SHOT[task].get(row, '—')} | "
                              f"{fmt(statistics.fmean(sacre), statistics.pstdev(sacre), 2)} | {seed_text} | "
-                             f"`{results['preset']}` | {wall / 60:.0f} min | {machine} |")
+                             f"`{results['preset']}` | {wall / 60:.0f} min | {machine} | {code} |")
             else:
                 lines.append(f"| {label} | {link} | {fmt(*paper, 2) if paper else '—'} | {seed_text} | "
-                             f"`{results['preset']}` | {wall / 60:.0f} min | {machine} |")
+                             f"`{results['preset']}` | {wall / 60:.0f} min | {machine} | {code} |")
             done.add(row)
             strips.append((label, values, paper[0] if paper else None))
         for row, paper in PAPER.get(task, {}).items():
             if row not in done:
-                rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — |"
+                rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — | — |"
                 lines.append(f"| {ROWS[row][0]} | not run | {fmt(*paper, 2)} |{rest}")
         lines.append("")
         splits = {reported_split(results) for results in row_results}

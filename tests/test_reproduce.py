@@ -38,6 +38,11 @@ def test_summary_puts_ours_beside_the_paper_and_marks_rows_not_run(reproduce, tm
     assert "| 4 (0–3) |" in row and "| 4 min |" in row and "`paper`" in row
     assert "| LSTM | not run | 0.00 ± 0.00 |" in text
     assert (tmp_path / "colors" / "seeds.png").stat().st_size > 0
+    assert row.endswith("| before d8e876d |")  # a row file without source_revision predates the field
+
+    (tmp_path / "colors" / "simple.json").write_text(json.dumps({**fake_results([0.8]), "source_revision": "abc1234-dirty"}))
+    row = next(line for line in reproduce.summarize().splitlines() if line.startswith("| + Lex: Simple |"))
+    assert row.endswith("| `abc1234-dirty` |")
 
 
 def test_row_files_keep_cpu_and_paper_tiers_apart(reproduce, tmp_path):
