@@ -90,7 +90,7 @@ PRESETS = {
     # Small enough for 2 CPU cores; costs are measured in results/ (see README). Colors runs the paper recipe.
     # A "<benchmark>/<config>" entry overrides "<benchmark>" for that config: addprim_jump underfits at 1,500
     # updates (validation exact match peaks at 0.90–0.93) and gains from 3,000 (0.57 ± 0.21 → 0.78 ± 0.08 over
-    # seeds 0–4, results/scan_cpu_tier_analysis.md); template_around_right stays at 0.00 with either, so it keeps the cheaper one.
+    # seeds 0–4 before d8e876d; 0.55 ± 0.31 over seeds 0–7 since: results/scan_cpu_tier_analysis.md); template_around_right stays at 0.00 with either, so it keeps the cheaper one.
     "cpu": {"default": _CPU_COMMON, "colors": _PAPER_COLORS, "scan": _CPU_SCAN,
             "scan/addprim_jump": {**_CPU_SCAN, "max_steps": 3000}},
     "none": {"default": {}},
