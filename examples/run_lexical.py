@@ -569,15 +569,20 @@ def run_seeds_in_subprocesses(argv: list[str], seeds: list[int], published_seed:
             raise RuntimeError(f"seed {seed} failed (exit status {process.returncode}); see its output above")
 
 
-def source_revision() -> str | None:
-    """`git describe --always --dirty` of the checkout this script runs from (None outside one): a row's numbers
-    depend on the code's arithmetic, not only on its version number."""
+def source_revision(checkout: Path | None = None) -> str | None:
+    """`git describe --always` of the checkout this script runs from (None outside one), with `-dirty` when tracked
+    files other than results (`results/`, `*.md`) have uncommitted changes: a row's numbers depend on the code's
+    arithmetic, not only on its version number, while the result files that other rows write meanwhile do not."""
+    checkout = checkout or Path(__file__).resolve().parent
     try:
-        described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).resolve().parent,
-                                   capture_output=True, text=True, timeout=30, check=True)
+        git = lambda *args: subprocess.run(["git", *args], cwd=checkout, capture_output=True, text=True, timeout=30,
+                                           check=True).stdout.strip()
+        revision = git("describe", "--always")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ":(top)", ":(top,exclude)results",
+                      ":(top,exclude,glob)**/*.md")
     except (OSError, subprocess.SubprocessError):
         return None
-    return described.stdout.strip() or None
+    return f"{revision}-dirty" if revision and changed else revision or None
 
 
 def machine_description(parallel_seeds: int = 1) -> str:

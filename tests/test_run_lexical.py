@@ -268,3 +268,25 @@ def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_
     # sorted mega-batches of 16 put lengths 8..5 and 4..1 in separate batches (≈ 6 steps a batch); grouping by the
     # (constant) source length, as the stock sampler does, sorts nothing, and nearly every batch runs 7–8 steps
     assert padded_decoder_steps(trainer) < padded_decoder_steps(stock) - 8
+
+
+def test_source_revision_is_dirty_only_when_code_has_uncommitted_changes(tmp_path, run_lexical_module):
+    """Rows trained side by side write results/ while the others run: that must not mark their code dirty."""
+    git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                                       check=True, capture_output=True)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "notes.md").write_text("notes\n")
+    (tmp_path / "results" / "row.json").write_text("{}\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "start")
+    clean = run_lexical_module.source_revision(tmp_path)
+    assert clean and not clean.endswith("-dirty")
+    (tmp_path / "results" / "row.json").write_text('{"seeds": [0]}\n')
+    (tmp_path / "notes.md").write_text("more notes\n")
+    (tmp_path / "untracked.py").write_text("y = 2\n")
+    assert run_lexical_module.source_revision(tmp_path) == clean
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert run_lexical_module.source_revision(tmp_path) == f"{clean}-dirty"
+    assert run_lexical_module.source_revision(tmp_path / "results") == f"{clean}-dirty"  # from a subfolder too
