@@ -582,7 +582,9 @@ def source_revision(checkout: Path | None = None) -> str | None:
                       ":(top,exclude,glob)**/*.md")
     except (OSError, subprocess.SubprocessError):
         return None
-    return f"{revision}-dirty" if revision and changed else revision or None
+    if not revision:
+        return None
+    return f"{revision}-dirty" if changed else revision
 
 
 def machine_description(parallel_seeds: int = 1) -> str:
