@@ -218,11 +218,13 @@ def summarize() -> str:
              "statistically equivalent, not digit-identical, numbers.", "",
              "The four learned lexicons on SCAN around_right, side by side (the paper's Figure 3):",
              "[`lexicons_around_right.png`](lexicons_around_right.png), with the notes in",
-             "[`lexicons_around_right.md`](lexicons_around_right.md).", ""]
+             "[`lexicons_around_right.md`](lexicons_around_right.md). What the PMI, IBM Model 2 and Bayesian",
+             "learners put in L on each task, and why some of their rows equal each other seed for seed:",
+             "[`lexicon_rows.md`](lexicon_rows.md).", ""]
     figures = []
     for task, (_, metric, _) in TASKS.items():
         folder = RESULTS / task_folder(task)
-        files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        files = sorted(folder.glob("*.json"), key=table_order) if folder.is_dir() else []
         row_results = [json.loads(path.read_text()) for path in files]
         if not files and task not in PAPER:
             continue
@@ -285,6 +287,12 @@ def summarize() -> str:
     text = "\n".join(lines) + "\n"
     (RESULTS / "README.md").write_text(text)
     return text
+
+
+def table_order(path):
+    """Rows in the paper's order (`ROWS`), the CPU tier of a row before its paper tier."""
+    row, _, tier = path.stem.partition(".")
+    return (list(ROWS).index(row) if row in ROWS else len(ROWS), row, tier)
 
 
 def draw_strips(task, strips, metric):

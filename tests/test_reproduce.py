@@ -45,6 +45,17 @@ def test_summary_puts_ours_beside_the_paper_and_marks_rows_not_run(reproduce, tm
     assert row.endswith("| `abc1234-dirty` |")
 
 
+def test_rows_appear_in_the_papers_order_not_the_file_names_order(reproduce, tmp_path):
+    (tmp_path / "colors").mkdir()
+    for row in ("bayesian", "ibm2", "lstm", "pmi", "simple"):
+        (tmp_path / "colors" / f"{row}.json").write_text(json.dumps(fake_results([0.5])))
+    (tmp_path / "colors" / "simple.paper.json").write_text(json.dumps(fake_results([0.5])))
+    labels = [line.split(" | ")[0][2:] for line in reproduce.summarize().splitlines()
+              if line.startswith("| ") and "](colors/" in line]
+    assert labels == ["LSTM", "+ Lex: Simple", "+ Lex: Simple (paper tier)", "+ Lex: PMI", "+ Lex: IBM Model 2",
+                      "+ Lex: Bayesian"]
+
+
 def test_row_files_keep_cpu_and_paper_tiers_apart(reproduce, tmp_path):
     assert reproduce.row_file("scan-jump", "simple", "cpu") == tmp_path / "scan-jump" / "simple.json"
     assert reproduce.row_file("scan-jump", "simple", "paper") == tmp_path / "scan-jump" / "simple.paper.json"
