@@ -56,6 +56,16 @@ def test_rows_appear_in_the_papers_order_not_the_file_names_order(reproduce, tmp
                       "+ Lex: Bayesian"]
 
 
+def test_the_diagonal_prior_ibm2_row_stands_beside_the_papers_ibm2_number(reproduce, tmp_path):
+    assert "--lexicon_params" not in reproduce.ROWS["ibm2-prior"][1]  # the learner's default: the paper's prior
+    (tmp_path / "scan-around-right").mkdir()
+    (tmp_path / "scan-around-right" / "ibm2-prior.json").write_text(json.dumps(fake_results([0.0, 0.1])))
+    text = reproduce.summarize()
+    row = next(line for line in text.splitlines() if "(scan-around-right/ibm2-prior.json)" in line)
+    assert row.startswith("| + Lex: IBM Model 2, diagonal prior | [0.05 ± 0.05]") and "| 0.00 ± 0.00 |" in row
+    assert "| + Lex: IBM Model 2 | not run | 0.00 ± 0.00 |" in text  # the code-variant row is still its own row
+
+
 def test_row_files_keep_cpu_and_paper_tiers_apart(reproduce, tmp_path):
     assert reproduce.row_file("scan-jump", "simple", "cpu") == tmp_path / "scan-jump" / "simple.json"
     assert reproduce.row_file("scan-jump", "simple", "paper") == tmp_path / "scan-jump" / "simple.paper.json"
