@@ -455,6 +455,8 @@ def main(argv=None):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
     seeds = parse_seeds(experiment_args.seeds)
     output_dir = Path(training_args.output_dir)
+    # the code that trains is the checkout as it is now, not as it is when training ends hours later
+    revision = source_revision()
 
     raw = load_pairs(data_args)
     tokenizer = LexicalTokenizer.from_dataset(raw["train"], source_bos=data_args.source_bos)
@@ -502,7 +504,7 @@ def main(argv=None):
         "run_name": output_dir.name,
         "command": "python examples/run_lexical.py " + " ".join(argv),
         "lexical_hf_version": lexical_hf.__version__,
-        "source_revision": source_revision(),
+        "source_revision": revision,
         "preset": experiment_args.preset,
         "seeds": seeds,
         "selection": experiment_args.selection if "validation" in raw else "final",

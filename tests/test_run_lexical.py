@@ -270,6 +270,18 @@ def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_
     assert padded_decoder_steps(trainer) < padded_decoder_steps(stock) - 8
 
 
+def test_a_row_records_the_revision_it_was_trained_with_not_the_one_at_its_end(tmp_path, run_lexical_module,
+                                                                                 monkeypatch):
+    trained = []
+    run_seed = run_lexical_module.run_seed
+    monkeypatch.setattr(run_lexical_module, "run_seed", lambda *args, **kwargs: trained.append(1) or run_seed(*args, **kwargs))
+    monkeypatch.setattr(run_lexical_module, "source_revision",
+                        lambda checkout=None: "commit-after-training" if trained else "commit-before-training")
+    run_lexical_module.main([*TINY, "--max_steps", "2", "--output_dir", str(tmp_path / "run")])
+    assert trained
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["source_revision"] == "commit-before-training"
+
+
 def test_source_revision_is_dirty_only_when_code_has_uncommitted_changes(tmp_path, run_lexical_module):
     """Rows trained side by side write results/ while the others run: that must not mark their code dirty."""
     git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
