@@ -149,6 +149,7 @@ class ModelArguments:
     combine_decoder_input: bool | None = field(default=None, metadata={"help": "lstm: W_o also reads [emb(y_{i-1}); o_{i-1}] (paper's code)"})
     attention_query_bias: bool | None = field(default=None, metadata={"help": "lstm: attention query with a bias (paper's code)"})
     gate: str | None = field(default=None, metadata={"help": "sigmoid (paper; default; preset cpu) | copy_token (paper's code; preset paper)"})
+    loss_normalization: str | None = field(default=None, metadata={"help": "tokens (transformers; default) | sequences (paper's code: summed NLL / batch size)"})
     max_decode_length: int = field(default=128)
     # Transformer only (None: the preset's value, else LexicalSeq2SeqConfig's default)
     num_attention_heads: int | None = field(default=None, metadata={"help": "transformer: heads per attention (cpu preset: 4)"})
@@ -309,7 +310,7 @@ def markdown_table(results: dict) -> str:
 
 # ---------------------------------------------------------------------------------------------------- one seed
 # ModelArguments whose None means "LexicalSeq2SeqConfig's default" (the presets fill in the rest)
-OPTIONAL_MODEL_FIELDS = ("gate", "feed_dropout", "combine_decoder_input", "attention_query_bias",
+OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "feed_dropout", "combine_decoder_input", "attention_query_bias",
                          "num_attention_heads", "ffn_size", "norm_first", "position_encoding",
                          "relative_attention_max_distance", "attention_source", "attention_dropout")
 

@@ -8,6 +8,7 @@ POSITION_ENCODINGS = ("sinusoidal", "learned", "relative")
 ATTENTION_SOURCES = ("cross_attention_mean", "dedicated_head")
 LEXICAL_MODES = ("none", "copy", "lexical")
 GATE_STYLES = ("sigmoid", "copy_token")
+LOSS_NORMALIZATIONS = ("tokens", "sequences")
 
 
 @strict
@@ -58,6 +59,12 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             p_gate = σ(w_gateᵀ h_i). `"copy_token"` is the paper's public code: the write softmax gets one extra
             reserved class whose probability is moved onto p_lex, so p_gate = 1 − softmax(·)_copy; the same mixture
             in form, with the gate computed from the output features instead of h_i.
+        loss_normalization (`str`, defaults to `"tokens"`): what the summed negative log-likelihood of a batch is
+            divided by. `"tokens"`: the number of target tokens (labels not -100), the transformers convention.
+            `"sequences"`: the number of sequences, as the paper's public code does (`EncDec.forward`: a summed NLL
+            over the batch size), which weighs a batch by its target length and scales gradients, and so what
+            `max_grad_norm` clips, by the mean target length. Under `Trainer` both are taken over the whole
+            effective batch (all accumulated micro-batches and processes), so gradient accumulation changes nothing.
         lexicon_temperature (`float`, defaults to 0.0): the temperature τ the stored lexicon matrix was built with
             (0 = hard, one-hot rows). Metadata: L itself lives in the weights.
         train_lexicon (`bool`, defaults to `False`): make L a trainable parameter (the paper's "soft and fine-tuned"
@@ -111,6 +118,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     attention_query_bias: bool = False
     lexical_mode: str = "lexical"
     gate: str = "sigmoid"
+    loss_normalization: str = "tokens"
     lexicon_temperature: float = 0.0
     train_lexicon: bool = False
     num_attention_heads: int = 4
@@ -140,6 +148,8 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             raise ValueError(f"lexical_mode must be one of {LEXICAL_MODES}, got {self.lexical_mode!r}")
         if self.gate not in GATE_STYLES:
             raise ValueError(f"gate must be one of {GATE_STYLES}, got {self.gate!r}")
+        if self.loss_normalization not in LOSS_NORMALIZATIONS:
+            raise ValueError(f"loss_normalization must be one of {LOSS_NORMALIZATIONS}, got {self.loss_normalization!r}")
         for name in ("dropout", "output_dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")

@@ -33,7 +33,9 @@ class LexicalSeq2SeqLMOutput(ModelOutput):
     """Output of `LexicalSeq2SeqForConditionalGeneration.forward`.
 
     Attributes:
-        loss: mean token-level negative log-likelihood of the mixture over labels that are not -100.
+        loss: negative log-likelihood of the mixture summed over labels that are not -100, divided by their number
+            (`config.loss_normalization="tokens"`) or by the number of sequences (`"sequences"`), or by the
+            `num_items_in_batch` that `Trainer` passes (the count over the whole accumulated batch).
         logits: (B, T, |V_y|) log-probabilities of the mixture (log-softmax is the identity on them, so they can be
             used wherever logits are expected); -inf on ids that are never generated.
         past_key_values: the decoder's recurrent state after the last position (when `use_cache`).
@@ -56,6 +58,13 @@ class LexicalSeq2SeqPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
     supports_gradient_checkpointing = False
     _no_split_modules = []
+    @property
+    def accepts_loss_kwargs(self) -> bool:
+        """Read by `Trainer`. With token normalisation it passes `num_items_in_batch`, the label count of the whole
+        accumulated batch, which `forward` divides by (and leaves the loss unscaled by the accumulation steps). With
+        `loss_normalization="sequences"` it must not (its count is of tokens): it divides each micro-batch's
+        per-sequence loss by the accumulation steps instead, which is what the paper's code does."""
+        return self.config.loss_normalization == "tokens"
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -137,6 +146,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        num_items_in_batch: int | torch.Tensor | None = None,
         **kwargs,
     ) -> LexicalSeq2SeqLMOutput:
         r"""Teacher-forced scoring (with `labels` or `decoder_input_ids`) or one cached decoding step.
@@ -149,6 +159,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             past_key_values: the decoder state after the tokens already consumed; `decoder_input_ids` then holds
                 only the new tokens.
             labels: (B, T) target ids; -100 positions are ignored by the loss.
+            num_items_in_batch: what the summed loss is divided by instead of this batch's own token (or sequence)
+                count: `Trainer` passes the count over all micro-batches of a gradient-accumulation step.
         """
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         if labels is not None:
@@ -181,7 +193,11 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             log_probs = self._end_diverged_hypotheses(log_probs)
         loss = None
         if labels is not None:
-            loss = F.nll_loss(log_probs.flatten(0, 1), labels.flatten(), ignore_index=-100)
+            summed = F.nll_loss(log_probs.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum")
+            if num_items_in_batch is None:
+                per_sequence = self.config.loss_normalization == "sequences"
+                num_items_in_batch = labels.shape[0] if per_sequence else labels.ne(-100).sum()
+            loss = summed / num_items_in_batch
             if not torch.isfinite(loss):
                 raise FloatingPointError(
                     f"non-finite loss ({loss.item()}): check the learning rate, the inputs, and that no label is a "

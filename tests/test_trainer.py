@@ -35,3 +35,69 @@ def test_seq2seq_trainer_reaches_full_exact_match_on_a_toy_task(toy_tokenizer, t
     after = trainer.evaluate()["eval_exact_match"]
     assert before < 0.2
     assert after == 1.0, f"exact match after training: {after}"
+
+
+def _one_sgd_update(tok, data, tmp_path, batch_size, accumulation, **config):
+    """The parameter change of one optimizer step (SGD, lr 1, no clipping) over all of `data`."""
+    model = small_model(tok, lexical_mode="lexical", **config)
+    model.set_lexicon(model.lexical_head.uniform_lexicon())
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(tmp_path / f"b{batch_size}-a{accumulation}"), per_device_train_batch_size=batch_size,
+        gradient_accumulation_steps=accumulation, max_steps=1, optim="sgd", learning_rate=1.0,
+        lr_scheduler_type="constant", max_grad_norm=0.0, report_to="none", save_strategy="no", logging_steps=1,
+        seed=0, use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+    )
+    trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=data,
+                             data_collator=DataCollatorForSeq2Seq(tok, model=model), processing_class=tok)
+    logged = trainer.train().training_loss
+    update = torch.cat([(p.detach() - before[name]).flatten() for name, p in model.named_parameters()])
+    return update, logged
+
+
+def _toy_dataset(tok, toy_data, size):
+    sources, targets = map(list, zip(*toy_data[:size]))
+    data = Dataset.from_dict({"source": sources, "target": targets})
+    return data.map(lambda b: tok(b["source"], text_target=b["target"]), batched=True,
+                    remove_columns=["source", "target"])
+
+
+def test_gradient_accumulation_gives_the_update_and_loss_of_one_large_batch(toy_tokenizer, toy_data, tmp_path):
+    # The Trainer passes `num_items_in_batch` (the label count of all accumulated micro-batches) and then does not
+    # divide by the accumulation steps itself: a model that ignored it took 2× the step at 2 accumulation steps.
+    # Targets of different lengths make per-micro-batch means differ from the token mean over the large batch.
+    data = _toy_dataset(toy_tokenizer, toy_data, 8)
+    assert len(set(map(len, data["labels"]))) > 1
+    large, large_loss = _one_sgd_update(toy_tokenizer, data, tmp_path, batch_size=8, accumulation=1)
+    accumulated, accumulated_loss = _one_sgd_update(toy_tokenizer, data, tmp_path, batch_size=2, accumulation=4)
+    torch.testing.assert_close(accumulated, large, rtol=1e-4, atol=1e-6)
+    assert abs(accumulated_loss - large_loss) < 1e-5 * large_loss
+
+
+def test_sequence_normalised_loss_is_the_paper_codes_and_accumulates_like_one_batch(toy_tokenizer, toy_data, tmp_path):
+    # loss_normalization="sequences": sum over target tokens / number of sequences (the paper's code, EncDec.forward)
+    tok = toy_tokenizer
+    model = small_model(tok, lexical_mode="lexical", loss_normalization="sequences")
+    model.set_lexicon(model.lexical_head.uniform_lexicon())
+    sources, targets = map(list, zip(*toy_data[:6]))
+    batch = tok(sources, text_target=targets, padding=True, return_tensors="pt")
+    batch["labels"] = batch["labels"].masked_fill(batch["labels"] == tok.pad_token_id, -100)
+    output = model(**batch)
+    labels = batch["labels"]
+    token_log_probs = output.logits.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    expected = -token_log_probs[labels.ne(-100)].sum() / labels.shape[0]
+    torch.testing.assert_close(output.loss, expected)
+    token_mean = small_model(tok, lexical_mode="lexical")
+    token_mean.set_lexicon(token_mean.lexical_head.uniform_lexicon())
+    assert not torch.allclose(token_mean(**batch).loss, output.loss)
+
+    data = _toy_dataset(tok, toy_data, 8)
+    large, large_loss = _one_sgd_update(tok, data, tmp_path, batch_size=8, accumulation=1, loss_normalization="sequences")
+    accumulated, accumulated_loss = _one_sgd_update(tok, data, tmp_path, batch_size=2, accumulation=4,
+                                                    loss_normalization="sequences")
+    tokens, _ = _one_sgd_update(tok, data, tmp_path, batch_size=8, accumulation=1)
+    torch.testing.assert_close(accumulated, large, rtol=1e-4, atol=1e-6)
+    assert abs(accumulated_loss - large_loss) < 1e-5 * large_loss
+    # per sequence rather than per token: the step is (mean target length) times the token-mean step
+    mean_length = sum(len(labels) for labels in data["labels"]) / len(data)
+    torch.testing.assert_close(large, tokens * mean_length, rtol=1e-3, atol=1e-6)
