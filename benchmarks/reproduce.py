@@ -154,7 +154,9 @@ SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexico
 
 def row_setting(row: dict, key: str):
     """`row[key]`; row files written before `lexicon_fallback`, `source_bos` and `group_by_target_length` were
-    recorded used the defaults."""
+    recorded used the defaults, and so did those written before a model argument existed (None: the default)."""
+    if key == "model":
+        return {name: value for name, value in (row.get("model") or {}).items() if value is not None}
     if key == "lexicon_fallback" and key not in row:
         return {"none": None, "uniform": "uniform"}.get(row.get("lexicon"), "mutual_exclusivity")
     if key in ("source_bos", "group_by_target_length"):

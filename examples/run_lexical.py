@@ -454,6 +454,12 @@ def main(argv=None):
         raise ValueError(f"--lexicon_fallback must be one of {replaceable_fallbacks}, got {lexicon_args.lexicon_fallback!r}")
     if experiment_args.selection not in ("validation", "final"):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
+    if training_args.label_smoothing_factor:
+        # Trainer's LabelSmoother sums -log p over the whole vocabulary; the model's log-probabilities are -inf on
+        # the ids it never generates (padding, decoder start), so the smoothed loss is infinite and Trainer's
+        # nan/inf log filter would show it as 0.
+        raise ValueError("--label_smoothing_factor is not supported: the model's logits are log-probabilities with "
+                         "-inf on never-generated ids (padding, decoder start), which makes the smoothed loss infinite")
     seeds = parse_seeds(experiment_args.seeds)
     output_dir = Path(training_args.output_dir)
     # the code that trains is the checkout as it is now, not as it is when training ends hours later

@@ -79,9 +79,11 @@ def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_pa
 
 def test_paper_code_source_and_lexicon_options_travel_with_the_published_folder(tmp_path):
     run([sys.executable], tmp_path, ["--seeds", "0", "--source_bos", "true",
-                                     "--lexicon_fallback", "mutual_exclusivity_or_abstain"])
+                                     "--lexicon_fallback", "mutual_exclusivity_or_abstain",
+                                     "--loss_normalization", "sequences"])
     results = check_output_folder(tmp_path, [0])
     assert results["source_bos"] is True and results["lexicon_fallback"] == "mutual_exclusivity_or_abstain"
+    assert json.loads((tmp_path / "config.json").read_text())["loss_normalization"] == "sequences"
     assert json.loads((tmp_path / "lexicon.json").read_text())["fallback"] == "mutual_exclusivity_or_abstain"
     assert json.loads((tmp_path / "generation_config.json").read_text())["suppress_tokens"] == [3]  # <unk>
 
@@ -201,7 +203,8 @@ def test_bad_arguments_fail_clearly(tmp_path):
     assert result.returncode != 0 and "--lexicon must be one of" in result.stderr
     for extra, message in ((["--lexicon_fallback", "uniform"], "--lexicon_fallback must be"),
                            (["--lexicon", "uniform", "--lexicon_fallback", "mutual_exclusivity_or_abstain"],
-                            "fallback is part of its definition")):
+                            "fallback is part of its definition"),
+                           (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported")):
         result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
