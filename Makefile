@@ -4,7 +4,7 @@
 PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: install test demo reproduce
+.PHONY: install test demo reproduce gpu-wheels
 
 install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION)
@@ -24,3 +24,11 @@ demo: install
 TIER ?= cpu
 reproduce: install
 	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(EXTEND),--extend)
+
+# Wheels for the lent GPU machine (Python 3.12, no package registry), which lacks datasets and two of its needs;
+# benchmarks/gpu_tier.sh installs them there from .whl/ (git-ignored; carry it with the device tool).
+GPU_WHEELS ?= datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
+gpu-wheels:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-d .whl $(GPU_WHEELS)
