@@ -26,7 +26,7 @@ status=0
 timeout --signal=INT "${STOP_AFTER:-540}" python3 benchmarks/reproduce.py --task "$task" --row "$row" --tier paper \
     --seeds "$seeds" --parallel_seeds "${PARALLEL:-5}" --resume_from_checkpoint true ${EXTRA:-} \
     > "$out/$task-$row.log" 2>&1 || status=$?
-tail -n 20 "$out/$task-$row.log"
+tail -n 3 "$out/$task-$row.log"
 row_file=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import reproduce; print(reproduce.row_file('$task', '$row', 'paper').relative_to(reproduce.REPO))")
 # $OUT brings back at most 8 files: the finished seeds' metrics travel as one
 python3 - "$task" "$row" "$out" <<'PY'

@@ -178,6 +178,14 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         elif attention_mask is None:
             attention_mask = encoder_outputs.source_ids.ne(self.config.pad_token_id)
 
+        if labels is None and num_items_in_batch is not None:
+            # Trainer passes a label count but no labels when it computes the loss itself from `logits`
+            # (label_smoothing_factor, compute_loss_func)
+            logger.warning_once(
+                "The loss is computed outside the model from `logits`, which are log-probabilities with -inf on the "
+                "ids the model never generates (padding, decoder start): Trainer's label_smoothing_factor sums over "
+                "them and gives an infinite loss (logged as 0). Leave label_smoothing_factor at 0."
+            )
         target_lengths = None
         if labels is not None:  # a recurrent decoder need not run a row past its last label (labels are right-padded)
             positions = torch.arange(1, labels.shape[1] + 1, device=labels.device)
