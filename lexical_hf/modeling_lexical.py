@@ -58,12 +58,13 @@ class LexicalSeq2SeqPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
     supports_gradient_checkpointing = False
     _no_split_modules = []
+
     @property
     def accepts_loss_kwargs(self) -> bool:
         """Read by `Trainer`. With token normalisation it passes `num_items_in_batch`, the label count of the whole
         accumulated batch, which `forward` divides by (and leaves the loss unscaled by the accumulation steps). With
-        `loss_normalization="sequences"` it must not (its count is of tokens): it divides each micro-batch's
-        per-sequence loss by the accumulation steps instead, which is what the paper's code does."""
+        `loss_normalization="sequences"` it must not (its count is of tokens): Trainer then divides each
+        micro-batch's per-sequence loss by the accumulation steps, which is what the paper's code does."""
         return self.config.loss_normalization == "tokens"
 
     @torch.no_grad()
