@@ -8,7 +8,7 @@
 #   bash benchmarks/gpu_tier.sh scan-around-right ibm2-prior 0-9
 # Optional environment: PARALLEL (seeds trained at once on the one GPU, default 5), STOP_AFTER (seconds before the
 # 600-second limit at which training is stopped so that the checkpoints stay whole, default 540), EXTRA (more
-# run_lexical.py arguments, e.g. "--max_steps 400" to time a short run first).
+# run_lexical.py arguments; a run that resumes must be given the same ones). The log's Trainer lines show the speed.
 #
 # Trainer checkpoints (every 800 updates in the paper preset) stay in outputs/ on the machine while it is warm, so
 # the next command resumes from them; the row file and the seeds' metrics come back under $OUT. SCAN is generated
