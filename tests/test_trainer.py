@@ -64,7 +64,7 @@ def _toy_dataset(tok, toy_data, size):
 
 def test_gradient_accumulation_gives_the_update_and_loss_of_one_large_batch(toy_tokenizer, toy_data, tmp_path):
     # The Trainer passes `num_items_in_batch` (the label count of all accumulated micro-batches) and then does not
-    # divide by the accumulation steps itself: a model that ignored it took 2× the step at 2 accumulation steps.
+    # divide by the accumulation steps itself: a model that ignored it took k× the step at k accumulation steps.
     # Targets of different lengths make per-micro-batch means differ from the token mean over the large batch.
     data = _toy_dataset(toy_tokenizer, toy_data, 8)
     assert len(set(map(len, data["labels"]))) > 1
