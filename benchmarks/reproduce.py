@@ -148,7 +148,7 @@ def run_row(args) -> Path:
 
 
 # What must agree for two runs to be seeds of one row: everything but the seeds, the output folder and the machine.
-SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexicon", "lexicon_temperature",
+SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexicon", "lexicon_path", "lexicon_temperature",
                  "lexicon_fallback", "source_bos", "group_by_target_length", "model", "training", "lexical_hf_version")
 
 

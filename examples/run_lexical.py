@@ -133,6 +133,7 @@ class LexiconArguments:
     lexicon_seed: int = field(default=0, metadata={"help": "seed of sampling learners (bayesian); the lexicon is learned once"})
     lexicon_fallback: str | None = field(default=None, metadata={"help": "rows of inputs without entries, for learners that use mutual exclusivity (all but uniform, whose fallback defines it): mutual_exclusivity (default) | mutual_exclusivity_or_abstain (the paper's code)"})
     lexicon_params: str | None = field(default=None, metadata={"help": "learner hyperparameters NAME=VALUE,…, e.g. variant=code for ibm2 (the paper's released aligner)"})
+    lexicon_path: str | None = field(default=None, metadata={"help": "use this saved lexicon (a folder or file with lexicon.json, or a Hub repo id) instead of learning one, e.g. your own dictionary; --lexicon then names the kind it holds: simple, pmi, ibm2 or bayesian"})
 
 
 @dataclass
@@ -472,8 +473,15 @@ def main(argv=None):
         method = "identity" if lexicon_args.lexicon == "copy" else lexicon_args.lexicon
         provenance = {"dataset": data_args.benchmark or data_args.train_file, "config": data_args.benchmark_config, "split": "train"}
         params = parse_learner_params(lexicon_args.lexicon_params.split(",")) if lexicon_args.lexicon_params else {}
-        lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
-                                seed=lexicon_args.lexicon_seed, provenance=provenance, **params)
+        if lexicon_args.lexicon_path:
+            if method in ("identity", "uniform") or params:
+                raise ValueError("--lexicon_path replaces the learner: it goes with --lexicon naming what it holds "
+                                 "(simple, pmi, ibm2, bayesian), without --lexicon_params")
+            lexicon = Lexicon.from_pretrained(lexicon_args.lexicon_path)
+            lexicon = Lexicon.from_dict({**lexicon.to_dict(), "temperature": lexicon_args.lexicon_temperature})
+        else:
+            lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
+                                    seed=lexicon_args.lexicon_seed, provenance=provenance, **params)
         if lexicon_args.lexicon_fallback not in (None, lexicon.fallback):
             if lexicon.fallback != "mutual_exclusivity":
                 raise ValueError(f"--lexicon_fallback: the {lexicon.method} learner's {lexicon.fallback!r} fallback is part of "
@@ -516,7 +524,8 @@ def main(argv=None):
         "seeds": seeds,
         "selection": experiment_args.selection if "validation" in raw else "final",
         "benchmark": data_args.benchmark, "benchmark_config": data_args.benchmark_config,
-        "lexicon": lexicon_args.lexicon, "lexicon_temperature": lexicon_args.lexicon_temperature,
+        "lexicon": lexicon_args.lexicon, "lexicon_path": lexicon_args.lexicon_path,
+        "lexicon_temperature": lexicon_args.lexicon_temperature,
         "lexicon_fallback": lexicon.fallback if lexicon is not None else None, "source_bos": data_args.source_bos,
         "group_by_target_length": experiment_args.group_by_target_length,
         "model": {k: v for k, v in asdict(model_args).items()},

@@ -196,6 +196,21 @@ def test_seeds_trained_in_separate_runs_publish_the_first_seeds_weights(tmp_path
     assert json.loads((tmp_path / "results.json").read_text())["seeds"] == [0, 1]  # the folder was left as it was
 
 
+def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_path):
+    import lexical_hf
+    from lexical_hf.lexicon import Lexicon
+
+    learned = lexical_hf.learn_lexicon(lexical_hf.load_benchmark("colors")["train"], method="simple")
+    entries = {**learned.entries, "dax": {"BLUE": 1.0}}  # a dictionary no learner gives: dax → BLUE
+    own = Lexicon.from_dict({**learned.to_dict(), "entries": entries, "method": "simple"})
+    own.save_pretrained(tmp_path / "own-lexicon")
+    run([sys.executable], tmp_path / "run", ["--seeds", "0", "--lexicon_path", str(tmp_path / "own-lexicon")])
+    results = check_output_folder(tmp_path / "run", [0])
+    assert results["lexicon_path"] == str(tmp_path / "own-lexicon")
+    published = Lexicon.from_pretrained(tmp_path / "run")
+    assert published.entries == own.entries and published.entries["dax"] == {"BLUE": 1.0}
+
+
 def test_bad_arguments_fail_clearly(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, str(SCRIPT), "--lexicon", "magic", "--output_dir", str(tmp_path)],
@@ -204,7 +219,8 @@ def test_bad_arguments_fail_clearly(tmp_path):
     for extra, message in ((["--lexicon_fallback", "uniform"], "--lexicon_fallback must be"),
                            (["--lexicon", "uniform", "--lexicon_fallback", "mutual_exclusivity_or_abstain"],
                             "fallback is part of its definition"),
-                           (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported")):
+                           (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported"),
+                           (["--lexicon", "copy", "--lexicon_path", str(tmp_path)], "--lexicon_path replaces the learner")):
         result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
