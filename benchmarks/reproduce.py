@@ -149,12 +149,14 @@ def run_row(args) -> Path:
 
 # What must agree for two runs to be seeds of one row: everything but the seeds, the output folder and the machine.
 SAME_ROW_KEYS = ("preset", "selection", "benchmark", "benchmark_config", "lexicon", "lexicon_path", "lexicon_temperature",
-                 "lexicon_fallback", "source_bos", "group_by_target_length", "model", "training", "lexical_hf_version")
+                 "lexicon_fallback", "lexicon_tie_breaks", "source_bos", "group_by_target_length", "model", "training",
+                 "lexical_hf_version")
 
 
 def row_setting(row: dict, key: str):
     """`row[key]`; row files written before `lexicon_fallback`, `source_bos` and `group_by_target_length` were
-    recorded used the defaults, and so did those written before a model argument existed (None: the default)."""
+    recorded used the defaults, and so did those written before a model argument existed (None: the default).
+    Those written before `lexicon_tie_breaks` broke every tie by string, which is what None records."""
     if key == "model":
         return {name: value for name, value in (row.get("model") or {}).items() if value is not None}
     if key == "lexicon_fallback" and key not in row:

@@ -15,6 +15,7 @@ validation exact match is kept (`load_best_model_at_end`); otherwise, and with `
 protocol), the final weights are evaluated. Every Trainer flag (`Seq2SeqTrainingArguments`) works as usual.
 """
 
+import hashlib
 import json
 import logging
 import math
@@ -133,6 +134,7 @@ class LexiconArguments:
     lexicon_seed: int = field(default=0, metadata={"help": "seed of sampling learners (bayesian); the lexicon is learned once"})
     lexicon_fallback: str | None = field(default=None, metadata={"help": "rows of inputs without entries, for learners that use mutual exclusivity (all but uniform, whose fallback defines it): mutual_exclusivity (default) | mutual_exclusivity_or_abstain (the paper's code)"})
     lexicon_params: str | None = field(default=None, metadata={"help": "learner hyperparameters NAME=VALUE,…, e.g. variant=code for ibm2 (the paper's released aligner)"})
+    lexicon_tie_break: str | None = field(default=None, metadata={"help": "how the hard lexicon chooses among outputs tied for an input's highest score: cooccurrence (default: the one seen with the input in the most training examples) | string (the smallest string)"})
     lexicon_path: str | None = field(default=None, metadata={"help": "use this saved lexicon (a folder or file with lexicon.json, or a Hub repo id) instead of learning one, e.g. your own dictionary; --lexicon then names the kind it holds: simple, pmi, ibm2 or bayesian; L is built at --lexicon_temperature (default 0, hard), not at the temperature saved with it"})
 
 
@@ -279,6 +281,21 @@ def generate_predictions(model, tokenizer, sources: list[str], training_args) ->
     and reorder examples)."""
     return generate_texts(model, tokenizer, sources, batch_size=training_args.per_device_eval_batch_size,
                           num_beams=training_args.generation_num_beams or 1)
+
+
+def tie_break_summary(lexicon: Lexicon | None) -> str | None:
+    """The hard choices that the lexicon's recorded tie-breaks make differently from the smallest-string rule, as
+    ``"2 inputs: left→I_TURN_LEFT, right→I_TURN_RIGHT (sha256 …)"``; None when there are none (no ties, or the rule
+    of row files written before tie-breaks were recorded). Runs with equal summaries break ties alike."""
+    if lexicon is None or not lexicon.tie_breaks:
+        return None
+    by_string = Lexicon.from_dict({**lexicon.to_dict(), "tie_breaks": {}}).hard_mapping()
+    changed = {v: w for v, w in lexicon.hard_mapping().items() if w != by_string[v]}
+    if not changed:
+        return None
+    digest = hashlib.sha256(json.dumps(changed, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+    shown = ", ".join(f"{v}→{w}" for v, w in list(changed.items())[:8]) + (", …" if len(changed) > 8 else "")
+    return f"{len(changed)} inputs: {shown} (sha256 {digest})"
 
 
 def split_metrics(raw, split: str, predictions: list[str]) -> dict:
@@ -474,14 +491,16 @@ def main(argv=None):
         provenance = {"dataset": data_args.benchmark or data_args.train_file, "config": data_args.benchmark_config, "split": "train"}
         params = parse_learner_params(lexicon_args.lexicon_params.split(",")) if lexicon_args.lexicon_params else {}
         if lexicon_args.lexicon_path:
-            if method in ("identity", "uniform") or params:
+            if method in ("identity", "uniform") or params or lexicon_args.lexicon_tie_break:
                 raise ValueError("--lexicon_path replaces the learner: it goes with --lexicon naming what it holds "
-                                 "(simple, pmi, ibm2, bayesian), without --lexicon_params")
+                                 "(simple, pmi, ibm2, bayesian), without --lexicon_params or --lexicon_tie_break (a saved "
+                                 "lexicon carries its own tie-breaks)")
             lexicon = Lexicon.from_pretrained(lexicon_args.lexicon_path)
             lexicon = Lexicon.from_dict({**lexicon.to_dict(), "temperature": lexicon_args.lexicon_temperature})
         else:
             lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
-                                    seed=lexicon_args.lexicon_seed, provenance=provenance, **params)
+                                    seed=lexicon_args.lexicon_seed, provenance=provenance,
+                                    tie_break=lexicon_args.lexicon_tie_break or "cooccurrence", **params)
         if lexicon_args.lexicon_fallback not in (None, lexicon.fallback):
             if lexicon.fallback != "mutual_exclusivity":
                 raise ValueError(f"--lexicon_fallback: the {lexicon.method} learner's {lexicon.fallback!r} fallback is part of "
@@ -527,6 +546,7 @@ def main(argv=None):
         "lexicon": lexicon_args.lexicon, "lexicon_path": lexicon_args.lexicon_path,
         "lexicon_temperature": lexicon_args.lexicon_temperature,
         "lexicon_fallback": lexicon.fallback if lexicon is not None else None, "source_bos": data_args.source_bos,
+        "lexicon_tie_breaks": tie_break_summary(lexicon),
         "group_by_target_length": experiment_args.group_by_target_length,
         "model": {k: v for k, v in asdict(model_args).items()},
         "training": {k: getattr(training_args, k) for k in ("learning_rate", "lr_scheduler_type", "warmup_steps", "max_steps",

@@ -76,6 +76,12 @@ def _add_lexicon_command(subparsers) -> None:
     learner.add_argument("--temperature", type=float, default=0.0, help="τ of the lexicon (0 = hard, the default)")
     learner.add_argument("--seed", type=int, default=0, help="seed of sampling learners (bayesian)")
     learner.add_argument(
+        "--tie-break",
+        choices=("cooccurrence", "string"),
+        default="cooccurrence",
+        help="how the hard lexicon chooses among outputs tied for an input's highest score (default: cooccurrence)",
+    )
+    learner.add_argument(
         "--param",
         action="append",
         default=[],
@@ -165,6 +171,7 @@ def _run_lexicon(args) -> int:
             target_column=args.target_column,
             temperature=args.temperature,
             seed=args.seed,
+            tie_break=args.tie_break,
             provenance={k: v for k, v in provenance.items() if v is not None},
             **(params if len(methods) == 1 else _params_for(method, params)),
         )

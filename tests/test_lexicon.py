@@ -98,6 +98,40 @@ def test_hard_tie_break_prefers_copy_then_smallest_string():
     assert row(matrix, tokenizer, "dax") == {"BLUE": 1.0}
 
 
+def test_recorded_tie_breaks_decide_ties_after_copying(tmp_path):
+    entries = {"cake": {"x": 2, "cake": 2}, "dax": {"RED": 1, "BLUE": 1}, "lug": {"BLUE": 3, "RED": 1}}
+    lexicon = Lexicon(entries, tie_breaks={"dax": "RED"})
+    assert lexicon.hard_mapping() == {"cake": "cake", "dax": "RED", "lug": "BLUE"}
+    assert Lexicon(entries).hard_mapping()["dax"] == "BLUE"  # without it: the smallest string
+    assert lexicon.distribution("dax", 0) == {"RED": 1.0, "BLUE": 0.0}
+    tokenizer = stand_in(["cake", "dax", "lug"], ["x", "cake", "RED", "BLUE"])
+    assert row(lexicon.to_matrix(tokenizer), tokenizer, "dax") == {"RED": 1.0}
+    assert row(lexicon.to_matrix(tokenizer, temperature=0.5), tokenizer, "dax") == {"RED": 0.5, "BLUE": 0.5}
+    assert lexicon.hard_mapping(tokenizer)["dax"] == "RED"
+    with pytest.raises(ValueError, match="not an entry"):
+        Lexicon(entries, tie_breaks={"dax": "GREEN"})
+    with pytest.raises(ValueError, match="not an entry"):
+        Lexicon(entries, tie_breaks={"wif": "RED"})
+    with pytest.raises(ValueError, match="highest-scoring"):
+        Lexicon(entries, tie_breaks={"lug": "RED"})
+
+
+def test_tie_breaks_are_saved_and_version_1_files_load_without_them(tmp_path):
+    lexicon = Lexicon({"dax": {"RED": 1, "BLUE": 1}, "lug": {"BLUE": 1}}, tie_breaks={"dax": "RED"})
+    text = lexicon.save_pretrained(tmp_path / "v2").read_text(encoding="utf-8")
+    assert '"tie_breaks": {\n    "dax": "RED"\n  }' in text and json.loads(text)["format_version"] == 2
+    loaded = Lexicon.from_pretrained(tmp_path / "v2")
+    assert loaded == lexicon and loaded.hard_mapping()["dax"] == "RED"
+    version_1 = {k: v for k, v in json.loads(text).items() if k != "tie_breaks"}
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / LEXICON_FILE).write_text(json.dumps({**version_1, "format_version": 1}))
+    assert Lexicon.from_pretrained(tmp_path / "v1").hard_mapping()["dax"] == "BLUE"  # the rule it was saved under
+    (tmp_path / "v3").mkdir()
+    (tmp_path / "v3" / LEXICON_FILE).write_text(json.dumps({**json.loads(text), "format_version": 3}))
+    with pytest.raises(ValueError, match="unsupported lexicon format"):
+        Lexicon.from_pretrained(tmp_path / "v3")
+
+
 def test_every_target_claimed_falls_back_to_uniform_over_all_targets():
     lexicon = Lexicon({"dax": {"RED": 1}, "lug": {"BLUE": 1}})
     tokenizer = stand_in(["dax", "lug", "wif"], ["RED", "BLUE"])
@@ -372,6 +406,11 @@ def test_cli_prints_a_table_and_saves(tmp_path, capsys):
         ["dax", "RED", "6"], ["lug", "BLUE", "9"], ["wif", "GREEN", "8"], ["zup", "YELLOW", "1"]
     ]  # fmt: skip
     assert Lexicon.from_pretrained(tmp_path / "lex").hard_mapping()["dax"] == "RED"
+    # PMI ties blicket between GREEN and RED, co-occurring twice each: recorded by default, not with --tie-break string
+    for tie_break, recorded in (("cooccurrence", {"blicket": "GREEN"}), ("string", {})):
+        assert main(["lexicon", "--data-file", str(data_file), "--method", "pmi", "--tie-break", tie_break,
+                     "--save", str(tmp_path / tie_break)]) == 0
+        assert Lexicon.from_pretrained(tmp_path / tie_break).tie_breaks == recorded
 
 
 def test_cli_compares_methods_and_reports_errors(tmp_path, capsys):

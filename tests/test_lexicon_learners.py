@@ -190,6 +190,40 @@ def test_around_right_side_by_side_regression(scan_train):
     assert lexicons["identity"].num_entries == 0 and lexicons["uniform"].fallback == "uniform"
 
 
+def test_ties_go_to_the_output_seen_with_the_input_most_often(monkeypatch):
+    """A learner that ties every co-occurring pair: the tie-break alone decides the hard lexicon."""
+    from lexical_hf.lexicon.registry import LEARNERS, LearnerOutput, register_learner
+
+    monkeypatch.setitem(LEARNERS, "every_pair_ties", None)
+
+    @register_learner("every_pair_ties")
+    def every_pair_ties(corpus):
+        v, w, count = corpus.cooccurrence()
+        return LearnerOutput(v, w, np.ones(len(v)))
+
+    data = (["a b", "a", "b", "b", "c", "c", "d"], ["X Y", "Y", "X", "Z", "c W", "W", "P Q"])
+    lexicon = learn_lexicon(data, "every_pair_ties")
+    # a: Y twice, X once; b: X twice; c: W twice but copying comes first; d: P and Q once each, the smaller string
+    assert lexicon.tie_breaks == {"a": "Y", "b": "X", "d": "P"}
+    assert lexicon.hard_mapping() == {"a": "Y", "b": "X", "c": "c", "d": "P"}
+    by_string = learn_lexicon(data, "every_pair_ties", tie_break="string")
+    assert by_string.tie_breaks == {} and by_string.entries == lexicon.entries
+    assert by_string.hard_mapping() == {"a": "X", "b": "X", "c": "c", "d": "P"}
+    with pytest.raises(ValueError, match="tie_break"):
+        learn_lexicon(data, "every_pair_ties", tie_break="first")
+
+
+def test_bayesian_ties_on_addprim_jump_go_to_the_turns(scan_train):
+    """The chain settles in burn-in, so several outputs of `left` and `right` have posterior 1 (lexicon_rows.md)."""
+    lexicon = learn_lexicon(scan_train["addprim_jump"], "bayesian", seed=0)
+    for word, turn in (("left", "I_TURN_LEFT"), ("right", "I_TURN_RIGHT")):
+        outputs = lexicon.entries[word]
+        assert [w for w, p in outputs.items() if p == 1.0] != [turn]  # tied
+        assert lexicon.hard_mapping()[word] == turn
+    by_string = learn_lexicon(scan_train["addprim_jump"], "bayesian", seed=0, tie_break="string")
+    assert by_string.hard_mapping()["left"] == "I_LOOK" and by_string.hard_mapping()["right"] == "I_RUN"
+
+
 def test_simple_code_variant_matches_the_paper_rule_on_scan(scan_train):
     data = scan_train["template_around_right"]
     assert learn_lexicon(data, "simple", variant="code").entries == learn_lexicon(data, "simple").entries

@@ -138,6 +138,10 @@ def test_extend_adds_new_seeds_to_a_row_and_refuses_other_settings_or_repeated_s
     assert reproduce.extend_row(simple_earlier, {**recorded, "group_by_target_length": False})["seeds"] == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="other settings.*group_by_target_length"):
         reproduce.extend_row(simple_earlier, {**recorded, "group_by_target_length": True})
+    # rows written before tie-breaks were recorded broke ties by string, which a recorded None says too
+    assert reproduce.extend_row(simple_earlier, {**recorded, "lexicon_tie_breaks": None})["seeds"] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="other settings.*lexicon_tie_breaks"):
+        reproduce.extend_row(simple_earlier, {**recorded, "lexicon_tie_breaks": "1 inputs: left→I_TURN_LEFT (sha256 0)"})
     # a model argument added later (None: the preset's or the config's default) is the same row; set, it is not
     newer = {**recorded, "model": {**recorded["model"], "loss_normalization": None}}
     assert reproduce.extend_row(simple_earlier, newer)["seeds"] == [0, 1, 2, 3]

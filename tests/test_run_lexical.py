@@ -211,6 +211,17 @@ def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_pa
     assert published.entries == own.entries and published.entries["dax"] == {"BLUE": 1.0}
 
 
+def test_the_row_records_the_ties_its_lexicon_breaks_otherwise_than_by_string(run_lexical_module):
+    from lexical_hf.lexicon import Lexicon
+
+    entries = {"dax": {"RED": 1, "BLUE": 1}, "lug": {"BLUE": 1, "GREEN": 1}, "wif": {"GREEN": 2}}
+    summary = run_lexical_module.tie_break_summary(Lexicon(entries, tie_breaks={"dax": "RED", "lug": "BLUE"}))
+    assert summary.startswith("1 inputs: dax→RED (sha256 ")  # lug→BLUE is the string rule's choice as well
+    assert run_lexical_module.tie_break_summary(Lexicon(entries, tie_breaks={"lug": "BLUE"})) is None
+    assert run_lexical_module.tie_break_summary(Lexicon(entries)) is None
+    assert run_lexical_module.tie_break_summary(None) is None
+
+
 def test_bad_arguments_fail_clearly(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, str(SCRIPT), "--lexicon", "magic", "--output_dir", str(tmp_path)],
@@ -220,7 +231,8 @@ def test_bad_arguments_fail_clearly(tmp_path):
                            (["--lexicon", "uniform", "--lexicon_fallback", "mutual_exclusivity_or_abstain"],
                             "fallback is part of its definition"),
                            (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported"),
-                           (["--lexicon", "copy", "--lexicon_path", str(tmp_path)], "--lexicon_path replaces the learner")):
+                           (["--lexicon", "copy", "--lexicon_path", str(tmp_path)], "--lexicon_path replaces the learner"),
+                           (["--lexicon_path", str(tmp_path), "--lexicon_tie_break", "string"], "carries its own tie-breaks")):
         result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]

@@ -47,8 +47,11 @@ from .corpus import ParallelCorpus
 from .lexicon import Lexicon
 from .registry import LEARNERS, LearnerOutput, available_methods, get_learner, register_learner
 
+TIE_BREAKS = ("cooccurrence", "string")
+
 __all__ = [
     "LEARNERS",
+    "TIE_BREAKS",
     "available_methods",
     "bayesian_learner",
     "ibm2_learner",
@@ -170,6 +173,7 @@ def learn_lexicon(
     temperature: float = 0.0,
     seed: int = 0,
     provenance: Mapping[str, Any] | None = None,
+    tie_break: str = "cooccurrence",
     **method_kwargs,
 ) -> Lexicon:
     """Learn a lexicon from parallel data.
@@ -184,14 +188,23 @@ def learn_lexicon(
         temperature: τ recorded in the lexicon as the default of `Lexicon.to_matrix` (0 = hard lexicon, the paper's
             main setting; 0.1 = its "soft" ablation). Learning itself does not depend on it.
         seed: random seed of sampling learners (``bayesian``); deterministic learners ignore it.
+        tie_break: how the hard lexicon chooses among an input's outputs that share its highest score (and are not
+            the input itself, which copying picks first). ``"cooccurrence"`` (default): the output that co-occurs
+            with the input in the most training examples, then the smallest string; recorded in
+            `Lexicon.tie_breaks`. ``"string"``: the smallest string, nothing recorded (the rule of lexicons saved in
+            format version 1).
+            The paper does not say; its code's ``argmax`` takes the output seen first in the training file, which on
+            SCAN's addprim_jump gives the co-occurrence choice on every tie (results/lexicon_rows.md).
         provenance: extra provenance (e.g. ``{"dataset": "scan", "config": "addprim_jump", "split": "train"}``),
             merged over what is read from a `datasets.Dataset`'s info.
         **method_kwargs: the learner's hyperparameters (e.g. ``epsilon=3`` for ``simple``, ``iterations=5`` for
             ``ibm2``, ``num_samples=2000`` for ``bayesian``); unknown names raise `TypeError`.
 
     Raises:
-        ValueError: unknown method, or empty training data.
+        ValueError: unknown method or ``tie_break``, or empty training data.
     """
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     spec = get_learner(method)
     hyperparameters = spec.resolve(dict(method_kwargs))
     if spec.takes_seed:
@@ -204,6 +217,7 @@ def learn_lexicon(
         _entries_from_output(corpus, output),
         method=method,
         hyperparameters=hyperparameters,
+        tie_breaks=_cooccurrence_tie_breaks(corpus, output) if tie_break == "cooccurrence" else None,
         provenance={**found_provenance, **dict(provenance or {}), "lexical_hf_version": __version__},
         temperature=temperature,
         fallback=output.fallback,
@@ -253,6 +267,41 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
         "data must be a datasets.Dataset, a (sources, targets) pair of sequences, a mapping with the source and target "
         f"columns, or a ParallelCorpus; got {type(data).__name__}"
     )
+
+
+def _cooccurrence_tie_breaks(corpus: ParallelCorpus, output: LearnerOutput) -> dict[str, str]:
+    """``{v: w}`` for every input whose highest score is shared by several outputs, none of them v itself: the tied
+    output with the most co-occurrences #(v, w), then the smallest string (vocabularies are sorted: the smallest id)."""
+    source_ids = np.asarray(output.source_ids, dtype=np.int64)
+    target_ids = np.asarray(output.target_ids, dtype=np.int64)
+    scores = np.asarray(output.scores, dtype=np.float64)
+    if len(source_ids) == 0:
+        return {}
+    best = np.full(corpus.source.vocab_size, -np.inf)
+    np.maximum.at(best, source_ids, scores)
+    top = scores == best[source_ids]
+    tied_sources = np.flatnonzero(np.bincount(source_ids[top], minlength=corpus.source.vocab_size) > 1)
+    candidate = top & np.isin(source_ids, tied_sources)
+    v, w = source_ids[candidate], target_ids[candidate]
+    if len(v) == 0:
+        return {}
+    source_vocab, target_vocab = corpus.source_vocab, corpus.target_vocab
+    copies = {source_vocab[i] for i, j in zip(v.tolist(), w.tolist()) if source_vocab[i] == target_vocab[j]}
+    # #(v, w) by lookup in the sorted pair keys of `corpus.cooccurrence()` (0 for pairs that never co-occur)
+    n_out = corpus.target.vocab_size
+    pair_v, pair_w, pair_count = corpus.cooccurrence()
+    pair_keys = pair_v * n_out + pair_w
+    keys = v * n_out + w
+    position = np.minimum(np.searchsorted(pair_keys, keys), max(len(pair_keys) - 1, 0))
+    count = np.where(pair_keys[position] == keys, pair_count[position], 0) if len(pair_keys) else np.zeros_like(keys)
+    order = np.lexsort((w, -count, v))  # per input: most co-occurrences first, then the smallest string
+    v, w = v[order], w[order]
+    first = np.r_[True, v[1:] != v[:-1]]
+    return {
+        source_vocab[i]: target_vocab[j]
+        for i, j in zip(v[first].tolist(), w[first].tolist())
+        if source_vocab[i] not in copies
+    }
 
 
 def _entries_from_output(corpus: ParallelCorpus, output: LearnerOutput) -> dict[str, dict[str, Any]]:

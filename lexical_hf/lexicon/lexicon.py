@@ -6,9 +6,11 @@ token strings meet a tokenizer's ids. The rules `to_matrix` applies, row by row:
 
 * **Entries.** A source token with entries gets ``L[v, w] ∝ exp(score(v, w) / τ)`` over its entries. ``τ = 0`` is
   the hard (one-hot) lexicon the paper uses for its main results: the entry with the highest score, ties broken
-  first in favour of copying (``w == v``) and then by the smallest target string (Python string order), so the
-  choice does not depend on any tokenizer's id order. As τ → 0 the soft rows converge to the hard rows whenever the
-  maximum is unique; with tied maxima the soft limit is uniform over the tied entries and the hard row is one of them.
+  first in favour of copying (``w == v``), then by the lexicon's recorded ``tie_breaks`` (``{v: w}``; `learn_lexicon`
+  records the tied output that co-occurs with v in the most training examples), then by the smallest target string
+  (Python string order), so the choice never depends on a tokenizer's id order. As τ → 0 the soft rows converge to
+  the hard rows whenever the maximum is unique; with tied maxima the soft limit is uniform over the tied entries and
+  the hard row is one of them.
 * **No entry (fallback ``"mutual_exclusivity"``, the default).** The token maps to itself if the same string is a
   generatable, non-special target token (copying). Otherwise it is spread uniformly over the *unclaimed* target
   tokens: generatable, non-special target tokens that no source token claims, where a source token claims the
@@ -58,7 +60,7 @@ __all__ = [
 
 LEXICON_FILE = "lexicon.json"
 FORMAT_NAME = "lexical_hf.lexicon"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 added `tie_breaks`; version 1 files load with none
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -78,13 +80,16 @@ def _package_version() -> str:
     return __version__
 
 
-def _hard_choice(source: str, outputs: Mapping[str, float]) -> str:
-    """The τ = 0 choice among ``outputs``: highest score, then copying (w == source), then smallest string."""
+def _hard_choice(source: str, outputs: Mapping[str, float], preferred: str | None = None) -> str:
+    """The τ = 0 choice among ``outputs``: highest score, then copying (w == source), then ``preferred`` (the
+    lexicon's recorded tie-break for ``source``), then the smallest string."""
     best = max(outputs.values())
     tied = [w for w, s in outputs.items() if s == best]
     if len(tied) == 1:
         return tied[0]
-    return source if source in tied else min(tied)
+    if source in tied:
+        return source
+    return preferred if preferred in tied else min(tied)
 
 
 def _softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
@@ -108,6 +113,9 @@ class Lexicon:
         fallback: rule for source tokens without entries, ``"mutual_exclusivity"`` (default),
             ``"mutual_exclusivity_or_abstain"`` (the paper's code) or ``"uniform"``.
         statistics: optional learner diagnostics (e.g. the sampler's acceptance rate), saved with the metadata.
+        tie_breaks: ``{v: w}``, the hard lexicon's choice for inputs whose highest score is shared by several
+            outputs (w must be one of them); other tied inputs fall back to the smallest string. `learn_lexicon`
+            fills it by co-occurrence count (its ``tie_break`` argument).
     """
 
     def __init__(
@@ -120,6 +128,7 @@ class Lexicon:
         temperature: float = 0.0,
         fallback: str = "mutual_exclusivity",
         statistics: Mapping[str, Any] | None = None,
+        tie_breaks: Mapping[str, str] | None = None,
     ):
         if fallback not in FALLBACKS:
             raise ValueError(f"fallback must be one of {FALLBACKS}, got {fallback!r}")
@@ -130,14 +139,36 @@ class Lexicon:
         self.temperature = self._check_temperature(temperature)
         self.fallback = fallback
         self.statistics = dict(statistics or {})
+        self.tie_breaks = self._check_tie_breaks(self.entries, tie_breaks or {})
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod
     def _from_sorted_entries(cls, entries: dict[str, dict[str, float]], **kwargs) -> "Lexicon":
         """Skip validation and sorting for entries a learner already built in canonical order (large lexicons)."""
+        tie_breaks = kwargs.pop("tie_breaks", None) or {}
         lexicon = cls(None, **kwargs)
         lexicon.entries = entries
+        lexicon.tie_breaks = cls._check_tie_breaks(entries, tie_breaks)
         return lexicon
+
+    @staticmethod
+    def _check_tie_breaks(entries: Mapping[str, Mapping[str, float]], tie_breaks: Mapping[str, str]) -> dict[str, str]:
+        """``tie_breaks`` in input order, each naming one of its input's highest-scoring entries."""
+        if not isinstance(tie_breaks, Mapping):
+            raise TypeError(f"tie_breaks must be a mapping input -> output, got {type(tie_breaks).__name__}")
+        checked = {}
+        for source in sorted(tie_breaks):
+            target = tie_breaks[source]
+            outputs = entries.get(source)
+            if not outputs or target not in outputs:
+                raise ValueError(f"tie_breaks[{source!r}] = {target!r} is not an entry of the lexicon")
+            if outputs[target] != max(outputs.values()):
+                raise ValueError(
+                    f"tie_breaks[{source!r}] = {target!r} is not among {source!r}'s highest-scoring entries (were the "
+                    "scores edited? then drop or update its tie-break)"
+                )
+            checked[str(source)] = str(target)
+        return checked
 
     @staticmethod
     def _check_temperature(temperature) -> float:
@@ -195,6 +226,9 @@ class Lexicon:
             for target, score in outputs.items():
                 yield source, target, score
 
+    def _hard_choice(self, source: str, outputs: Mapping[str, float]) -> str:
+        return _hard_choice(source, outputs, self.tie_breaks.get(source))
+
     def hard_mapping(self, tokenizer=None) -> dict[str, str]:
         """The τ = 0 translation of every input with entries (see the module docstring for the tie-break).
 
@@ -203,7 +237,7 @@ class Lexicon:
         to the uniform fallback have no single translation and are absent.
         """
         if tokenizer is None:
-            return {source: _hard_choice(source, outputs) for source, outputs in self.entries.items()}
+            return {source: self._hard_choice(source, outputs) for source, outputs in self.entries.items()}
         source_vocab, target_vocab, kept, _ = self._resolve(tokenizer)
         content = self._content_target_ids(tokenizer, target_vocab)
         mapping = {}
@@ -211,7 +245,7 @@ class Lexicon:
             if source in SPECIAL_SOURCE_TARGET:
                 continue
             if source in kept:
-                mapping[source] = _hard_choice(source, kept[source])
+                mapping[source] = self._hard_choice(source, kept[source])
             elif self.fallback != "uniform" and target_vocab.get(source) in content:
                 mapping[source] = source
         return mapping
@@ -223,7 +257,7 @@ class Lexicon:
             return {}
         temperature = self.temperature if temperature is None else self._check_temperature(temperature)
         if temperature == 0:
-            choice = _hard_choice(source, outputs)
+            choice = self._hard_choice(source, outputs)
             return {w: float(w == choice) for w in outputs}
         probabilities = _softmax(np.array(list(outputs.values()), dtype=np.float64), temperature)
         return dict(zip(outputs, probabilities.tolist()))
@@ -324,7 +358,7 @@ class Lexicon:
         for source, row in kept.items():
             source_id = source_vocab[source]
             if temperature == 0:
-                matrix[source_id, target_vocab[_hard_choice(source, row)]] = 1.0
+                matrix[source_id, target_vocab[self._hard_choice(source, row)]] = 1.0
             else:
                 target_ids = [target_vocab[w] for w in row]
                 matrix[source_id, target_ids] = _softmax(np.array(list(row.values()), dtype=np.float64), temperature)
@@ -395,7 +429,11 @@ class Lexicon:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.metadata(), "entries": {s: dict(o) for s, o in self.entries.items()}}
+        return {
+            **self.metadata(),
+            "entries": {s: dict(o) for s, o in self.entries.items()},
+            "tie_breaks": dict(self.tie_breaks),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Lexicon":
@@ -414,10 +452,12 @@ class Lexicon:
             temperature=data.get("temperature", 0.0),
             fallback=data.get("fallback", "mutual_exclusivity"),
             statistics=data.get("statistics"),
+            tie_breaks=data.get("tie_breaks"),
         )
 
     def to_json_string(self) -> str:
-        """Human-readable JSON: metadata first, then one line per input token (``"jump": {"I_JUMP": 1467}``)."""
+        """Human-readable JSON: metadata first, then one line per input token (``"jump": {"I_JUMP": 1467}``), then
+        the tie-breaks (``"left": "I_TURN_LEFT"``)."""
         lines = ["{"]
         for key, value in self.metadata().items():
             lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, allow_nan=False)},")
@@ -425,7 +465,9 @@ class Lexicon:
             f"    {json.dumps(source, ensure_ascii=False)}: {json.dumps(outputs, ensure_ascii=False, allow_nan=False)}"
             for source, outputs in self.entries.items()
         ]
-        lines.append('  "entries": {' + ("\n" + ",\n".join(rows) + "\n  }" if rows else "}"))
+        lines.append('  "entries": {' + ("\n" + ",\n".join(rows) + "\n  }" if rows else "}") + ",")
+        ties = [f"    {json.dumps(v, ensure_ascii=False)}: {json.dumps(w, ensure_ascii=False)}" for v, w in self.tie_breaks.items()]
+        lines.append('  "tie_breaks": {' + ("\n" + ",\n".join(ties) + "\n  }" if ties else "}"))
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -566,7 +608,7 @@ class Lexicon:
         return self.to_dict() == other.to_dict()
 
     def __repr__(self) -> str:
-        preview = ", ".join(f"{s}→{_hard_choice(s, o)}" for s, o in list(self.entries.items())[:6])
+        preview = ", ".join(f"{s}→{self._hard_choice(s, o)}" for s, o in list(self.entries.items())[:6])
         more = ", …" if len(self.entries) > 6 else ""
         return (
             f"Lexicon(method={self.method!r}, entries={self.num_entries}, inputs={len(self.entries)}, "
