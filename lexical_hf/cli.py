@@ -271,7 +271,8 @@ def markdown_report(lexicons: dict, seconds: dict, command_line: str | None, top
         "Each cell: the τ = 0 (hard) translation of the input, its score, and `(+n)` when the input has n further "
         "entries. `—`: no entry, so `to_matrix` copies the input if it is also an output token, else spreads it over "
         "the output tokens no input claims (mutual exclusivity). Scores: `simple` co-occurrence count, `pmi` PMI, "
-        "`ibm2` intersected alignment links, `bayesian` posterior probability.",
+        "`ibm2` intersected alignment links, `bayesian` posterior probability. Tied scores go to the output seen "
+        "with the input in the most examples (`--tie-break`).",
         "",
         side_by_side_table(lexicons, markdown=True),
         "",
