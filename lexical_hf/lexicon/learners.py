@@ -193,8 +193,8 @@ def learn_lexicon(
             with the input in the most training examples, then the smallest string; recorded in
             `Lexicon.tie_breaks`. ``"string"``: the smallest string, nothing recorded (the rule of lexicons saved in
             format version 1).
-            The paper does not say; its code's ``argmax`` takes the output seen first in the training file, which on
-            SCAN's addprim_jump gives the co-occurrence choice on every tie (results/lexicon_rows.md).
+            The paper does not say; its code's ``argmax`` takes the output seen first in the data file, which on
+            SCAN's addprim_jump agrees with the co-occurrence choice wherever the counts differ (docs/ARCHITECTURE.md).
         provenance: extra provenance (e.g. ``{"dataset": "scan", "config": "addprim_jump", "split": "train"}``),
             merged over what is read from a `datasets.Dataset`'s info.
         **method_kwargs: the learner's hyperparameters (e.g. ``epsilon=3`` for ``simple``, ``iterations=5`` for
