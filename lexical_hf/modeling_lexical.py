@@ -14,7 +14,12 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.utils import ModelOutput, logging
-from transformers.utils.hub import cached_file, resolve_revision
+from transformers.utils.hub import cached_file
+
+try:  # transformers >= 5.2x; older 5.x releases (e.g. 5.17, on the GPU image) lack it
+    from transformers.utils.hub import resolve_revision
+except ImportError:
+    resolve_revision = None
 
 from .backbones.lstm import LexicalEncoderOutput, LSTMDecoderCache, LSTMEncoderDecoder
 from .backbones.transformer import TransformerDecoderCache, TransformerEncoderDecoder
@@ -359,10 +364,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         revision = kwargs.pop("revision", None)
         if not os.path.isdir(str(pretrained_model_name_or_path)):
             # pin one commit so the weights and lexicon.json come from the same revision
-            revision = resolve_revision(
+            revision = _pinned_revision(
                 pretrained_model_name_or_path, revision, token=hub_kwargs.get("token"),
                 local_files_only=hub_kwargs.get("local_files_only", False), cache_dir=hub_kwargs.get("cache_dir"),
-            ) or revision
+            )
         if revision is not None:
             kwargs["revision"] = revision
         try:
@@ -384,6 +389,23 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
             model.lexicon = Lexicon.from_pretrained(os.path.dirname(lexicon_path))
         return (model, info) if wants_info else model
+
+
+def _pinned_revision(repo_id, revision, *, token, local_files_only, cache_dir):
+    """The commit that ``revision`` of a Hub repository points to now, or ``revision`` itself when it cannot be
+    resolved (offline, unknown repository, …): loading then reports the problem, as transformers does."""
+    if resolve_revision is not None:
+        return resolve_revision(
+            repo_id, revision, token=token, local_files_only=local_files_only, cache_dir=cache_dir
+        ) or revision
+    from huggingface_hub import HfApi, constants
+
+    if local_files_only or constants.HF_HUB_OFFLINE:
+        return revision
+    try:
+        return HfApi(token=token).model_info(str(repo_id), revision=revision).sha or revision
+    except Exception:  # fail open, like transformers' resolve_revision
+        return revision
 
 
 __all__ = [
