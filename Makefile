@@ -4,7 +4,7 @@
 PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: install test demo reproduce gpu-wheels
+.PHONY: install test demo reproduce gpu-wheels test-gpu-image-stack
 
 install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION)
@@ -28,6 +28,14 @@ reproduce: install
 # Wheels for the lent GPU machine (Python 3.12, no package registry), which lacks datasets and two of its needs;
 # benchmarks/gpu_tier.sh installs them there from .whl/ (git-ignored; carry it with the device tool).
 GPU_WHEELS ?= datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
+# The test suite on the GPU image's stack (transformers 5.17, huggingface_hub 1.x) in a throwaway virtual environment
+# over this one's packages: run it after touching transformers or Hub APIs, since CI tests only the newest releases.
+test-gpu-image-stack: install
+	$(PYTHON) -m venv --system-site-packages /tmp/lexical_hf-gpu-image-stack
+	/tmp/lexical_hf-gpu-image-stack/bin/pip install -q --no-deps transformers==5.17.0
+	/tmp/lexical_hf-gpu-image-stack/bin/pip install -q "huggingface_hub>=1.5,<2" httpx
+	/tmp/lexical_hf-gpu-image-stack/bin/python -m pytest -q -p no:cacheprovider tests
+
 gpu-wheels:
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
