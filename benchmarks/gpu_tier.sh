@@ -12,10 +12,10 @@
 #
 # Trainer checkpoints (every 800 updates in the paper preset) stay in outputs/ on the machine while it is warm, so
 # the next command resumes from them — but a machine goes back 30 s after a call ends (device README: "warm after a
-# call"), and a paper-preset checkpoint (2×512 LSTM, 10.3 M parameters: ~120 MB per seed with the Adam state) is too large to come back under
-# $OUT (16 MiB a file): send the next command at once, or the seeds start over. The row file and the seeds' metrics
-# come back under $OUT. SCAN is generated
-# from its grammar, so no data travels. Nothing here needs a GPU to run: on a CPU it trains on the CPU.
+# call"), and a paper-preset checkpoint (2×512 LSTM, 10.3 M parameters: ~120 MB per seed with the Adam state) is too
+# large to come back under $OUT (16 MiB a file): send the next command at once, or the seeds start over. The row
+# file and the seeds' metrics come back under $OUT. SCAN is generated from its grammar, so no data travels. Nothing
+# here needs a GPU to run: on a CPU it trains on the CPU.
 set -euo pipefail
 task=${1:?task, e.g. scan-jump}; row=${2:?row, e.g. simple}; seeds=${3:?seeds, e.g. 0-9}
 out=${OUT:-outputs/gpu_tier_out}; mkdir -p "$out"
