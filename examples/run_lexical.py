@@ -289,8 +289,9 @@ def tie_break_summary(lexicon: Lexicon | None) -> str | None:
     of row files written before tie-breaks were recorded). Runs with equal summaries break ties alike."""
     if lexicon is None or not lexicon.tie_breaks:
         return None
-    by_string = Lexicon.from_dict({**lexicon.to_dict(), "tie_breaks": {}}).hard_mapping()
-    changed = {v: w for v, w in lexicon.hard_mapping().items() if w != by_string[v]}
+    chosen = lexicon.hard_mapping()
+    by_string = Lexicon({v: lexicon.entries[v] for v in lexicon.tie_breaks}).hard_mapping()  # the tied rows only
+    changed = {v: chosen[v] for v, w in by_string.items() if chosen[v] != w}
     if not changed:
         return None
     digest = hashlib.sha256(json.dumps(changed, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
