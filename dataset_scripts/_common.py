@@ -272,16 +272,25 @@ class LexicalBenchmarkBuilder(datasets.GeneratorBasedBuilder):
         # Downloads go through fetch_raw_file (urllib) rather than dl_manager: datasets' HTTP filesystem needs
         # aiohttp, which `datasets` does not install.
         download_dir = Path(self._cache_downloaded_dir) / "lexical_hf"
-        paths = {
-            key: fetch_raw_file(
-                remote,
-                mirror_dir=self.mirror_dir,
-                download_dir=download_dir,
-                allow_download=self.allow_download,
-                expected_sha256=self.checksum_overrides.get(remote.mirror_path),
-            )
-            for key, remote in self.raw_files.items()
-        }
+        paths = {}
+        for key, remote in self.raw_files.items():
+            try:
+                paths[key] = fetch_raw_file(
+                    remote,
+                    mirror_dir=self.mirror_dir,
+                    download_dir=download_dir,
+                    allow_download=self.allow_download,
+                    expected_sha256=self.checksum_overrides.get(remote.mirror_path),
+                )
+            except MissingDataFileError as error:
+                # e.g. COGS gen.tsv missing: the other default splits can still be built without it
+                without = [split for split in self.config.splits
+                           if key not in self.raw_files_for(self.config.name, [split])]
+                if without:
+                    raise MissingDataFileError(
+                        f"{error} Or build only the splits that do not need this file: splits={without}."
+                    ) from error
+                raise
         examples = self.build_splits(paths, self.config.splits)
         if self.config.validation_fraction is not None:
             examples = carve_validation(examples, self.config.validation_fraction, self.config.seed)

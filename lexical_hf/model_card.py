@@ -1,5 +1,6 @@
 """Model cards for trained lexical models: YAML metadata (with a `model-index` of the measured results) + prose."""
 
+import enum
 from importlib import resources
 from pathlib import Path
 
@@ -58,16 +59,24 @@ def build_model_card(results: dict, lexicon=None, template=None, repo_id: str | 
         card_data, template_path=str(_template_path(template)), model_name=name, version=__version__,
         repo_id=repo_id or name, example_source=results.get("example_source", ""),
         num_beams=results["training"].get("generation_num_beams") or 1,
-        data_description=f"{dataset_name}, config `{results.get('benchmark_config')}`, loaded with "
-                         f"`lexical_hf.load_benchmark`." if benchmark != "custom" else "User-provided parallel data.",
+        data_description=_data_description(benchmark, dataset_name, results.get("benchmark_config")),
         backbone_description=f"{model['backbone'].upper()} encoder–decoder, {model['num_layers']} layer(s) × "
                              f"{model['hidden_size']} units, embeddings {model['embedding_size']}, dropout {model['dropout']}"
                              f" (+{model['output_dropout']} before p_write), gate `{model['gate']}`",
         lexicon_description=lexicon_description, preset=results["preset"], selection=results["selection"],
-        command=results["command"], hyperparameters=results["training"], num_seeds=len(results["seeds"]),
+        command=results["command"], num_seeds=len(results["seeds"]),
+        # str enums (a live run's SchedulerType, IntervalStrategy, ...) would render as "SchedulerType.INVERSE_SQRT"
+        hyperparameters={k: v.value if isinstance(v, enum.Enum) else v for k, v in results["training"].items()},
         seeds=results["seeds"], machine=results["machine"], published_seed=results["seeds"][0],
         results_table=results_markdown(results),
     )
+
+
+def _data_description(benchmark: str, dataset_name: str, config: str | None) -> str:
+    if benchmark == "custom":
+        return "User-provided parallel data."
+    config_note = f", config `{config}`" if config else ""
+    return f"{dataset_name}{config_note}, loaded with `lexical_hf.load_benchmark`."
 
 
 def write_model_card(folder, results: dict, lexicon=None, template=None, repo_id: str | None = None) -> Path:

@@ -179,9 +179,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         if encoder_outputs is None:
             if input_ids is None:
                 raise ValueError("forward needs `input_ids` (or precomputed `encoder_outputs`)")
-            attention_mask = self._check_source(input_ids, attention_mask)
-            encoder_outputs = self.model.encoder(input_ids, attention_mask)
-        elif attention_mask is None:
+            encoder_outputs = self.model.encoder(input_ids, attention_mask)  # validates the source (check_source)
+        if attention_mask is None:
             attention_mask = encoder_outputs.source_ids.ne(self.config.pad_token_id)
 
         if labels is None and num_items_in_batch is not None:
@@ -240,25 +239,6 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         ended = torch.full_like(log_probs, float("-inf"))
         ended[..., self.config.eos_token_id] = 0.0
         return torch.where(diverged.unsqueeze(-1), ended, log_probs)
-
-    def _check_source(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-            raise ValueError(f"input_ids must be a non-empty (batch, length) tensor, got shape {tuple(input_ids.shape)}")
-        if attention_mask is None:
-            attention_mask = input_ids.ne(self.config.pad_token_id)
-        attention_mask = attention_mask.long()
-        lengths = attention_mask.sum(-1)
-        if (lengths == 0).any():
-            empty = (lengths == 0).nonzero().flatten().tolist()
-            raise ValueError(f"empty source sequence(s) at batch index {empty}: every input needs at least one token")
-        if not torch.equal(attention_mask.cumprod(-1), attention_mask):
-            raise ValueError("attention_mask must be right-padded (1s then 0s): LexicalTokenizer pads on the right")
-        if (input_ids.min() < 0) or (input_ids.max() >= self.config.source_vocab_size):
-            raise ValueError(
-                f"input_ids must be in [0, {self.config.source_vocab_size}) (source_vocab_size), "
-                f"got min {input_ids.min().item()} max {input_ids.max().item()}: was it encoded with another tokenizer?"
-            )
-        return attention_mask
 
     def _check_labels(self, labels: torch.Tensor) -> None:
         real = labels[labels != -100]

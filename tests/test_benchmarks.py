@@ -262,6 +262,26 @@ def test_cogs_gen_missing_is_a_clear_error(tmp_path):
     assert "dd70680b94252c4ae52ba54de85245a9c6cc1bc9" in message
 
 
+def test_a_missing_file_names_the_splits_that_can_be_built_without_it(tmp_path):
+    """Without gen.tsv the default COGS load fails, and says which splits=[...] load without it (no mirror needed:
+    stand-in files accepted by checksum overrides)."""
+    mirror = tmp_path / "mirror"
+    overrides = {}
+    for name in ("train", "dev", "test"):
+        path = copy_into_mirror(mirror, f"COGS/{name}.tsv", b"A cat smiled .\t* cat ( x _ 1 ) ; smile . agent ( x _ 2 , x _ 1 )\tin_distribution\n")
+        overrides[f"COGS/{name}.tsv"] = sha256_of_file(path)
+    with pytest.raises(MissingDataFileError, match=re.escape("splits=['train', 'validation', 'test']")):
+        load_benchmark("cogs", data_dir=mirror, cache_dir=tmp_path / "cache", allow_download=False,
+                       checksum_overrides=overrides)
+    cogs = load_benchmark("cogs", data_dir=mirror, cache_dir=tmp_path / "cache", allow_download=False,
+                          checksum_overrides=overrides, splits=["train", "validation", "test"])
+    assert sizes(cogs) == {"train": 1, "validation": 1, "test": 1}
+    # a file every requested split needs gets no such hint
+    with pytest.raises(MissingDataFileError) as error:
+        load_benchmark("cogs", splits=["gen"], data_dir=mirror, cache_dir=tmp_path / "cache", allow_download=False)
+    assert "splits=" not in str(error.value)
+
+
 def test_missing_file_and_failed_download_name_the_url(tmp_path, monkeypatch):
     # offline mode makes the download attempt fail deterministically, with or without network
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)

@@ -217,6 +217,32 @@ def test_clear_errors_for_bad_inputs(toy_tokenizer, toy_data):
             model(input_ids=batch["input_ids"], attention_mask=left_padded, labels=batch["labels"])
 
 
+@pytest.mark.parametrize("backbone", ["lstm", "transformer"])
+def test_generate_checks_the_source_like_forward(toy_tokenizer, toy_data, backbone):
+    """generate() runs the encoder through get_encoder(), not forward(): the encoder itself must refuse bad sources,
+    or a left-padded batch decodes silently wrong (the LSTM reads the padding as input)."""
+    model = small_model(toy_tokenizer, backbone=backbone)
+    sources = [source for source, _ in toy_data[:3]]
+    right = toy_tokenizer(sources, padding=True, return_tensors="pt")
+    assert not right["attention_mask"].all(), "the test needs a padded batch"
+    model.generate(**right, max_new_tokens=3)  # the valid batch decodes
+    toy_tokenizer.padding_side = "left"
+    try:
+        left = toy_tokenizer(sources, padding=True, return_tensors="pt")
+    finally:
+        toy_tokenizer.padding_side = "right"
+    with pytest.raises(ValueError, match="right-padded"):
+        model.generate(**left, max_new_tokens=3)
+    with pytest.raises(ValueError, match="right-padded"):
+        model.generate(left["input_ids"], max_new_tokens=3)  # the mask transformers builds from the pad id
+    empty_row = right["attention_mask"].clone()
+    empty_row[1] = 0
+    with pytest.raises(ValueError, match="empty source"):
+        model.generate(input_ids=right["input_ids"], attention_mask=empty_row, max_new_tokens=3)
+    with pytest.raises(ValueError, match="another tokenizer"):
+        model.generate(input_ids=right["input_ids"] + 100, attention_mask=right["attention_mask"], max_new_tokens=3)
+
+
 def test_set_lexicon_rejects_a_tokenizer_of_other_vocabularies(toy_tokenizer):
     other = lexical_hf.LexicalTokenizer.from_texts(["a b"], ["A"])
 

@@ -51,6 +51,8 @@ def check_output_folder(output_dir: Path, seeds):
     metadata = yaml.safe_load(card.split("---")[1])
     assert metadata["library_name"] == "transformers" and metadata["license"] == "mit"
     assert "lexical_hf" in metadata["tags"]
+    # hyperparameters as values, not enum reprs; no "config `None`" for a benchmark without configs
+    assert "SchedulerType." not in card and "Strategy." not in card and "`None`" not in card
     reported = metadata["model-index"][0]["results"][0]["metrics"][0]
     assert reported["type"] == "exact_match" and abs(reported["value"] - round(test["mean"], 4)) < 1e-9
     assert json.loads((output_dir / "lexicon.json").read_text())  # the learned lexicon travels with the weights

@@ -51,6 +51,40 @@ class LexicalEncoderOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, pad_token_id: int,
+                 source_vocab_size: int) -> torch.Tensor:
+    """Validate a source batch and return its (B, S) attention mask (``input_ids != pad_token_id`` when omitted).
+
+    Every encoder calls this first, so the checks hold on every path into the model: `forward`, and `generate()`,
+    which runs the encoder through `get_encoder()` without calling `forward`.
+
+    Raises:
+        ValueError: not a non-empty (batch, length) tensor; an empty sequence; left padding (the recurrent encoder
+            would read padding as input, and every model reads the last source positions as the sequence's end); ids
+            outside the source vocabulary (a batch encoded with another tokenizer).
+    """
+    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
+        raise ValueError(f"input_ids must be a non-empty (batch, length) tensor, got shape {tuple(input_ids.shape)}")
+    if attention_mask is None:
+        attention_mask = input_ids.ne(pad_token_id)
+    attention_mask = attention_mask.long()
+    lengths = attention_mask.sum(-1)
+    if (lengths == 0).any():
+        empty = (lengths == 0).nonzero().flatten().tolist()
+        raise ValueError(f"empty source sequence(s) at batch index {empty}: every input needs at least one token")
+    if not torch.equal(attention_mask.cumprod(-1), attention_mask):
+        raise ValueError(
+            "attention_mask must be right-padded (1s then 0s): LexicalTokenizer pads on the right; "
+            "set tokenizer.padding_side = 'right'"
+        )
+    if (input_ids.min() < 0) or (input_ids.max() >= source_vocab_size):
+        raise ValueError(
+            f"input_ids must be in [0, {source_vocab_size}) (source_vocab_size), "
+            f"got min {input_ids.min().item()} max {input_ids.max().item()}: was it encoded with another tokenizer?"
+        )
+    return attention_mask
+
+
 class LSTMDecoderCache:
     """Recurrent decoder state carried between `generate()` steps (the LSTM's "KV cache").
 
@@ -81,6 +115,7 @@ class LSTMEncoder(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.pad_token_id = config.pad_token_id
+        self.source_vocab_size = config.source_vocab_size
         self.num_layers = config.num_layers
         self.directions = 2 if config.bidirectional_encoder else 1
         self.embed_tokens = nn.Embedding(config.source_vocab_size, config.embedding_size, config.pad_token_id)
@@ -106,8 +141,7 @@ class LSTMEncoder(nn.Module):
         output_hidden_states: bool | None = None,
         **kwargs,
     ) -> LexicalEncoderOutput:
-        if attention_mask is None:
-            attention_mask = input_ids.ne(self.pad_token_id)
+        attention_mask = check_source(input_ids, attention_mask, self.pad_token_id, self.source_vocab_size)
         lengths = attention_mask.sum(-1)
         embedded = self.dropout(self.embed_tokens(input_ids))
         # Packing makes the final state the one after each sequence's last real token, not after padding.

@@ -47,7 +47,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .lstm import LexicalEncoderOutput
+from .lstm import LexicalEncoderOutput, check_source
 
 
 class TransformerDecoderCache:
@@ -248,6 +248,7 @@ class TransformerEncoder(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.pad_token_id = config.pad_token_id
+        self.source_vocab_size = config.source_vocab_size
         self.embedding = TransformerEmbedding(config, config.source_vocab_size)
         self.layers = nn.ModuleList(TransformerEncoderLayer(config) for _ in range(config.num_layers))
         self.final_norm = nn.LayerNorm(config.hidden_size) if config.norm_first else nn.Identity()
@@ -266,8 +267,7 @@ class TransformerEncoder(nn.Module):
         **kwargs,
     ) -> LexicalEncoderOutput:
         """input_ids (B, S), attention_mask (B, S) → encoder states e (B, S, d) (garbage on padding, never read)."""
-        if attention_mask is None:
-            attention_mask = input_ids.ne(self.pad_token_id)
+        attention_mask = check_source(input_ids, attention_mask, self.pad_token_id, self.source_vocab_size)
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
         blocked = ~attention_mask.bool()[:, None, None, :]  # (B, 1, 1, S)
         x = self.embedding(input_ids, positions)
