@@ -168,7 +168,7 @@ class ModelArguments:
 class ExperimentArguments:
     preset: str | None = field(default=None, metadata={"help": "paper | cpu | none: fills every setting not given (default: paper; cpu for the transformer)"})
     seeds: str = field(default="0", metadata={"help": "e.g. 0-9 or 0,3,7: one training per seed"})
-    selection: str = field(default="validation", metadata={"help": "validation (best validation EM) | final (paper)"})
+    selection: str = field(default="validation", metadata={"help": "validation: the checkpoint with the best validation exact match | final: the last weights. Without a validation split (Colors) it is always final; presets may set it (the transformer cpu preset: final)"})
     keep_seed_checkpoints: bool = field(default=False, metadata={"help": "keep every seed's Trainer checkpoints"})
     model_card_template: str | None = field(default=None, metadata={"help": "default: model_cards/lexical_model_card.md"})
     group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone: SCAN jump updates 1.32x faster, but the model generalised worse (0.61 against 0.80 exact match on seeds 0-2; results/scan_cpu_tier_analysis.md)"})
