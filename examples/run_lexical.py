@@ -113,7 +113,7 @@ TRANSFORMER_PRESETS = {"cpu": {"default": _CPU_TRANSFORMER}, "none": {"default":
 
 @dataclass
 class DataArguments:
-    benchmark: str | None = field(default="colors", metadata={"help": "colors | scan | cogs | eng_cmn (or none with --train_file)"})
+    benchmark: str | None = field(default=None, metadata={"help": "colors (the default without --train_file) | scan | cogs | eng_cmn; leave out (or none) with --train_file"})
     benchmark_config: str | None = field(default=None, metadata={"help": "e.g. addprim_jump, template_around_right"})
     data_dir: str | None = field(default=None, metadata={"help": "local mirror of the raw files (else LEXICAL_HF_DATA_DIR, else download)"})
     benchmark_splits: str | None = field(default=None, metadata={"help": "comma-separated splits to load, e.g. train,validation,test (COGS without gen.tsv)"})
@@ -191,25 +191,44 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def preset_values(argv: list[str]) -> dict:
-    def flag(name, default):
-        for k, arg in enumerate(argv):
-            if arg == f"--{name}" and k + 1 < len(argv):
-                return argv[k + 1]
-            if arg.startswith(f"--{name}="):
-                return arg.split("=", 1)[1]
-        return default
+def flag_value(argv: list[str], name: str, default=None):
+    """The value of ``--name value`` / ``--name=value`` in argv (the last one wins, as in argparse), else default."""
+    value = default
+    for k, arg in enumerate(argv):
+        if arg == f"--{name}" and k + 1 < len(argv):
+            value = argv[k + 1]
+        elif arg.startswith(f"--{name}="):
+            value = arg.split("=", 1)[1]
+    return value
 
-    preset, benchmark, backbone = flag("preset", None), flag("benchmark", "colors"), flag("backbone", "lstm")
+
+def resolve_benchmark(argv: list[str]) -> str | None:
+    """The benchmark a command line trains on: ``--benchmark``, else colors, or None for your own ``--train_file``.
+
+    Raises:
+        ValueError: both ``--benchmark`` and ``--train_file`` (the run would be labelled with the wrong data).
+    """
+    benchmark, train_file = flag_value(argv, "benchmark"), flag_value(argv, "train_file")
+    if benchmark is not None and benchmark.lower() == "none":
+        benchmark = None
+    if benchmark is not None and train_file is not None:
+        raise ValueError(f"--train_file trains on your own data: leave out --benchmark (got --benchmark {benchmark})")
+    if benchmark is None and train_file is None:
+        return "colors"
+    return benchmark
+
+
+def preset_values(argv: list[str]) -> dict:
+    preset, benchmark, backbone = flag_value(argv, "preset"), resolve_benchmark(argv), flag_value(argv, "backbone", "lstm")
     presets = TRANSFORMER_PRESETS if backbone == "transformer" else PRESETS
     preset = preset or ("cpu" if backbone == "transformer" else "paper")
     if preset not in presets:
         raise ValueError(f"--preset for --backbone {backbone} must be one of {list(presets)}, got {preset!r}")
     table = presets[preset]
     name = lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default"
-    values = table.get(f"{name}/{flag('benchmark_config', None)}", table.get(name, table["default"]))
+    values = table.get(f"{name}/{flag_value(argv, 'benchmark_config')}", table.get(name, table["default"]))
     values = {key: value for key, value in values.items() if value is not None}
-    if flag("lexicon", "simple") == "uniform":  # the uniform learner's fallback is its definition
+    if flag_value(argv, "lexicon", "simple") == "uniform":  # the uniform learner's fallback is its definition
         values.pop("lexicon_fallback", None)
     return {"preset": preset, **values}
 
@@ -226,7 +245,9 @@ def parse_arguments(argv: list[str]):
                 # pinned memory only helps host-to-GPU copies; on CPU torch warns about it at every DataLoader
                 "--dataloader_pin_memory", str(torch.cuda.is_available()).lower()]
     defaults = [x for k in range(0, len(defaults), 2) if defaults[k][2:] not in given for x in defaults[k:k + 2]]
-    return parser.parse_args_into_dataclasses(args=defaults + injected + argv)
+    parsed = parser.parse_args_into_dataclasses(args=defaults + injected + argv)
+    parsed[0].benchmark = resolve_benchmark(argv)  # None for --train_file: results and the model card say "custom"
+    return parsed
 
 
 # ---------------------------------------------------------------------------------------------------- data

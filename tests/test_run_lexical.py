@@ -234,10 +234,37 @@ def test_bad_arguments_fail_clearly(tmp_path):
                             "fallback is part of its definition"),
                            (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported"),
                            (["--lexicon", "copy", "--lexicon_path", str(tmp_path)], "--lexicon_path replaces the learner"),
-                           (["--lexicon_path", str(tmp_path), "--lexicon_tie_break", "string"], "carries its own tie-breaks")):
+                           (["--lexicon_path", str(tmp_path), "--lexicon_tie_break", "string"], "carries its own tie-breaks"),
+                           (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark")):
         result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
+
+
+def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path, run_lexical_module):
+    """--train_file without --benchmark used to run with Colors' preset (batch 5, 560 updates) and publish a card and
+    results.json naming Colors; now it takes the preset's default entry and says the data is the user's."""
+    module = run_lexical_module
+    colors = module.preset_values(["--benchmark", "colors"])
+    own = module.preset_values(["--train_file", "pairs.tsv"])
+    assert own == module.preset_values(["--train_file", "pairs.tsv", "--benchmark", "none"])
+    assert own["per_device_train_batch_size"] == module.PRESETS["paper"]["default"]["per_device_train_batch_size"]
+    assert own["per_device_train_batch_size"] != colors["per_device_train_batch_size"]
+    assert module.preset_values([]) == colors  # no data flags at all: Colors, as documented
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "test.tsv").write_text("dax dax\tRED RED\n")
+    out = tmp_path / "out"
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
+                             "--test_file", str(tmp_path / "test.tsv"), "--max_steps", "3", "--output_dir", str(out)],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["benchmark"] is None and results["training"]["per_device_train_batch_size"] == own["per_device_train_batch_size"]
+    card = (out / "README.md").read_text()
+    assert "User-provided parallel data" in card and "Colors" not in card.split("---")[1]  # metadata names no Colors dataset
+    assert json.loads((out / "lexicon.json").read_text())["provenance"]["dataset"] == str(tmp_path / "train.tsv")
 
 
 def test_transformer_backbone_uses_its_cpu_preset_and_round_trips(tmp_path):
