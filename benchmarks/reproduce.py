@@ -230,7 +230,11 @@ def summarize() -> str:
              "[`lexicons_around_right.png`](lexicons_around_right.png), with the notes in",
              "[`lexicons_around_right.md`](lexicons_around_right.md). What the PMI, IBM Model 2 and Bayesian",
              "learners put in L on each task, and why some of their rows equal each other seed for seed:",
-             "[`lexicon_rows.md`](lexicon_rows.md).", ""]
+             "[`lexicon_rows.md`](lexicon_rows.md).", "",
+             "Each row also leaves a Hub-ready folder, `outputs/reproduce/lexical-<task>-<row>/` (not in git), with",
+             "its first seed's weights; `lexical-hf evaluate <folder> --data-dir ../shared/data` decodes the test",
+             "split again and compares every metric with the row's. The last check of each folder:",
+             "[`diagnostics/evaluate_published_folders.txt`](diagnostics/evaluate_published_folders.txt).", ""]
     figures = []
     for task, (_, metric, _) in TASKS.items():
         folder = RESULTS / task_folder(task)

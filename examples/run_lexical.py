@@ -320,29 +320,6 @@ def tie_break_summary(lexicon: Lexicon | None) -> str | None:
     return f"{len(changed)} inputs: {shown} (sha256 {digest})"
 
 
-def split_metrics(raw, split: str, predictions: list[str]) -> dict:
-    raw_split = raw[split]
-    references = list(raw_split["target"])
-    metrics = {
-        "exact_match": evaluation.exact_match(predictions, references),
-        "token_accuracy": evaluation.token_accuracy(predictions, references),
-        "num_examples": len(references),
-    }
-    if "category" in raw_split.column_names:
-        metrics["cogs"] = evaluation.cogs_category_report(predictions, references, list(raw_split["category"]))
-    if "one_shot" in raw_split.column_names:
-        # the paper groups references of identical English sentences over all of cmn.tsv (train + dev + test)
-        others = [s for s in raw if s != split]
-        pool = ([x for s in others for x in raw[s]["source"]], [y for s in others for y in raw[s]["target"]])
-        sources = list(raw_split["source"])
-        metrics["bleu_paper"] = evaluation.bleu_paper_protocol(sources, predictions, references, reference_pool=pool)
-        metrics["bleu_paper_one_shot"] = evaluation.bleu_one_shot(
-            sources, predictions, references, list(raw_split["one_shot"]), reference_pool=pool
-        )
-        metrics["sacrebleu"] = evaluation.bleu_sacrebleu(predictions, references)
-    return metrics
-
-
 def markdown_table(results: dict) -> str:
     header = f"# {results['run_name']}\n\nSeeds: {results['seeds']} · preset `{results['preset']}` · machine: {results['machine']}\n\n"
     return header + results_markdown(results)
@@ -476,7 +453,7 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     metrics = {}
     for split in test_splits(tokenized):
         predictions = generate_predictions(trainer.model, tokenizer, raw[split]["source"], seed_training_args)
-        metrics[split] = split_metrics(raw, split, predictions)
+        metrics[split] = evaluation.benchmark_metrics(raw, split, predictions)
     metrics["train_seconds"] = {"value": train_seconds}
     return trainer, metrics
 

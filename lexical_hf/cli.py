@@ -9,6 +9,11 @@ a local file, and print its entries as a table::
     lexical-hf lexicon --dataset scan --config template_around_right --method simple [--plot out.png]
     lexical-hf lexicon --dataset scan --config template_around_right --method all --markdown report.md
     lexical-hf lexicon --data-file my_pairs.tsv --method ibm2 --param iterations=10 --save out/
+
+``lexical-hf evaluate``: decode a published ``run_lexical.py`` folder (local, or downloaded from the Hub) on the
+benchmark split(s) its ``results.json`` names and compare every metric with the one recorded for its seed::
+
+    lexical-hf evaluate outputs/reproduce/lexical-scan-jump-simple --data-dir ../shared/data
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_lexicon_command(subparsers)
+    _add_evaluate_command(subparsers)
     return parser
 
 
@@ -96,6 +102,74 @@ def _add_lexicon_command(subparsers) -> None:
     output.add_argument("--markdown", type=Path, default=None, help="write a markdown report of the comparison")
     output.add_argument("--json", action="store_true", help="print the lexicon JSON instead of a table")
     command.set_defaults(handler=_run_lexicon)
+
+
+# ---------------------------------------------------------------------- evaluate
+def _add_evaluate_command(subparsers) -> None:
+    command = subparsers.add_parser(
+        "evaluate",
+        help="check that a published folder reproduces the metrics in its results.json",
+        description="Decode a run_lexical.py folder's benchmark split(s) with its weights (greedy or the recorded beam "
+                    "width) and compare each metric with the one recorded for its published seed. Exit status 0 when "
+                    "every metric is within --tolerance, 1 when one is not.",
+    )
+    command.add_argument("folder", type=Path, help="a folder written by examples/run_lexical.py")
+    command.add_argument("--data-dir", default=None, help="mirror of the raw files (default: $LEXICAL_HF_DATA_DIR)")
+    command.add_argument("--batch-size", type=int, default=256, help="sources decoded per generate() call")
+    command.add_argument("--tolerance", type=float, default=1e-9,
+                         help="largest accepted difference per metric (another device or torch build can change float "
+                              "rounding, and with it a few argmaxes)")
+    command.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    command.set_defaults(handler=_run_evaluate)
+
+
+def _run_evaluate(args) -> int:
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from . import evaluation
+    from .benchmarks import canonical_benchmark_name, load_benchmark
+    from .decoding import generate_texts
+    from .results import flatten
+
+    results_path = args.folder / "results.json"
+    if not results_path.is_file():
+        raise FileNotFoundError(f"{results_path} not found: evaluate reads a folder written by examples/run_lexical.py")
+    results = json.loads(results_path.read_text())
+    if not results.get("benchmark"):
+        raise ValueError(f"{args.folder} was trained on your own files (--train_file): evaluate knows only benchmarks")
+    seed = results["seeds"][0]  # run_lexical.py publishes the first seed's weights
+    recorded = results["per_seed"][str(seed)]
+    splits = [split for split, metrics in recorded.items() if isinstance(metrics, dict) and "exact_match" in metrics]
+    benchmark = canonical_benchmark_name(results["benchmark"])
+    # English–Chinese BLEU pools references over every split, so it needs them all; the others need only their own
+    data = load_benchmark(benchmark, results.get("benchmark_config"), data_dir=args.data_dir,
+                          splits=None if benchmark == "eng_cmn" else splits)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model = AutoModelForSeq2SeqLM.from_pretrained(args.folder).to(device).eval()
+    tokenizer = AutoTokenizer.from_pretrained(args.folder)
+    num_beams = results.get("training", {}).get("generation_num_beams") or 1
+    config = results.get("benchmark_config")
+    print(f"{args.folder}: seed {seed}, {benchmark}{'/' + config if config else ''}, {num_beams} beam(s), {device}")
+    print(f"{'split':<8} {'metric':<32} {'recorded':>12} {'measured':>12} {'difference':>11}")
+    worst = 0.0
+    for split in splits:
+        recorded_count = recorded[split].get("num_examples", len(data[split]))
+        if recorded_count < len(data[split]):  # a run with --max_eval_samples scored the first N examples
+            data[split] = data[split].select(range(recorded_count))
+        predictions = generate_texts(model, tokenizer, list(data[split]["source"]), batch_size=args.batch_size,
+                                     num_beams=num_beams)
+        measured = flatten(evaluation.benchmark_metrics(data, split, predictions))
+        for name, value in flatten(recorded[split]).items():
+            if name not in measured or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
+                continue
+            difference = abs(measured[name] - value)
+            worst = max(worst, difference)
+            mark = "" if difference <= args.tolerance else "  <-- differs"
+            print(f"{split:<8} {name:<32} {value:>12.6f} {measured[name]:>12.6f} {difference:>11.2e}{mark}")
+    verdict = "reproduced" if worst <= args.tolerance else "NOT reproduced"
+    print(f"{verdict}: largest difference {worst:.2e} (tolerance {args.tolerance:g})")
+    return 0 if worst <= args.tolerance else 1
 
 
 def parse_learner_params(pairs: Sequence[str]) -> dict:

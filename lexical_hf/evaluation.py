@@ -6,6 +6,8 @@
 * :func:`bleu_paper_protocol` — the paper's BLEU for English–Chinese: corpus BLEU on the given (jieba) tokens,
   unsmoothed, every reference translation of the same source sentence used as a reference.
 * :func:`bleu_one_shot` — that BLEU on the test sentences flagged ``one_shot`` (Section 5.4 of the paper).
+* :func:`benchmark_metrics` — everything above that applies to one split of a benchmark (what ``run_lexical.py``
+  records and ``lexical-hf evaluate`` checks).
 
 Predictions and references are whitespace-tokenized strings; tokens are compared after splitting on whitespace,
 so runs of spaces never matter.
@@ -219,3 +221,30 @@ def bleu_one_shot(
         [references[i] for i in keep],
         reference_pool=pool,
     )
+
+
+def benchmark_metrics(data, split: str, predictions: Sequence[str]) -> dict:
+    """The metrics of one split of a benchmark ``DatasetDict`` (string columns ``source``, ``target``): exact match
+    and token accuracy always; the COGS category report when the split has a ``category`` column; the paper's BLEU,
+    its one-shot BLEU and sacreBLEU when it has a ``one_shot`` column (English–Chinese), with the references of
+    identical English sentences pooled over every split of ``data``, as the paper does over all of cmn.tsv."""
+    split_data = data[split]
+    references = list(split_data["target"])
+    _check_lengths(predictions=predictions, references=references)
+    metrics = {
+        "exact_match": exact_match(predictions, references),
+        "token_accuracy": token_accuracy(predictions, references),
+        "num_examples": len(references),
+    }
+    if "category" in split_data.column_names:
+        metrics["cogs"] = cogs_category_report(predictions, references, list(split_data["category"]))
+    if "one_shot" in split_data.column_names:
+        others = [s for s in data if s != split]
+        pool = ([x for s in others for x in data[s]["source"]], [y for s in others for y in data[s]["target"]])
+        sources = list(split_data["source"])
+        metrics["bleu_paper"] = bleu_paper_protocol(sources, predictions, references, reference_pool=pool)
+        metrics["bleu_paper_one_shot"] = bleu_one_shot(
+            sources, predictions, references, list(split_data["one_shot"]), reference_pool=pool
+        )
+        metrics["sacrebleu"] = bleu_sacrebleu(predictions, references)
+    return metrics

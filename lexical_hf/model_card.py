@@ -7,6 +7,7 @@ from pathlib import Path
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from . import __version__
+from .configuration_lexical import LexicalSeq2SeqConfig
 from .results import results_markdown
 
 DEFAULT_TEMPLATE = "lexical_model_card.md"  # in the `model_cards` package (installed with lexical_hf)
@@ -50,6 +51,7 @@ def build_model_card(results: dict, lexicon=None, template=None, repo_id: str | 
         model_name=name, eval_results=eval_results or None, pipeline_tag="text2text-generation",
     )
     model = results["model"]
+    default_gate = LexicalSeq2SeqConfig().gate  # run_lexical.py records None for "the config's default"
     lexicon_description = (
         "no lexicon (plain attentional seq2seq: the gate is fixed to 1)" if results["lexicon"] == "none"
         else f"`{results['lexicon']}` lexicon with {lexicon.num_entries if lexicon is not None else '?'} entries, "
@@ -62,7 +64,7 @@ def build_model_card(results: dict, lexicon=None, template=None, repo_id: str | 
         data_description=_data_description(benchmark, dataset_name, results.get("benchmark_config")),
         backbone_description=f"{model['backbone'].upper()} encoder–decoder, {model['num_layers']} layer(s) × "
                              f"{model['hidden_size']} units, embeddings {model['embedding_size']}, dropout {model['dropout']}"
-                             f" (+{model['output_dropout']} before p_write), gate `{model['gate']}`",
+                             f" (+{model['output_dropout']} before p_write), gate `{model['gate'] or default_gate}`",
         lexicon_description=lexicon_description, preset=results["preset"], selection=results["selection"],
         command=results["command"], num_seeds=len(results["seeds"]),
         # str enums (a live run's SchedulerType, IntervalStrategy, ...) would render as "SchedulerType.INVERSE_SQRT"

@@ -9,6 +9,7 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from lexical_hf.evaluation import (
+    benchmark_metrics,
     bleu_one_shot,
     bleu_paper_protocol,
     bleu_sacrebleu,
@@ -117,3 +118,26 @@ def test_bleu_one_shot_scores_only_flagged_rows():
     expected = reference_corpus_bleu([[REFERENCES[2].split()], [REFERENCES[3].split()]],
                                      [PREDICTIONS[2].split(), PREDICTIONS[3].split()])
     assert result["score"] == pytest.approx(expected)
+
+
+def test_benchmark_metrics_add_what_the_split_columns_call_for():
+    import datasets
+
+    plain = datasets.DatasetDict({"test": datasets.Dataset.from_dict({"source": ["a", "b"], "target": ["A", "B B"]})})
+    metrics = benchmark_metrics(plain, "test", ["A", "B"])
+    assert metrics == {"exact_match": 0.5, "token_accuracy": pytest.approx(2 / 3), "num_examples": 2}
+    cogs = datasets.DatasetDict({"gen": plain["test"].add_column("category", ["in_distribution", "pp_recursion"])})
+    assert "cogs" in benchmark_metrics(cogs, "gen", ["A", "B"])
+    # English–Chinese: the references of an identical English sentence in another split count (the paper's pool)
+    sentence = "I like tea ."
+    mt = datasets.DatasetDict({
+        "train": datasets.Dataset.from_dict({"source": [sentence], "target": ["我 喜欢 喝 茶 。"], "one_shot": [False]}),
+        "test": datasets.Dataset.from_dict({"source": [sentence], "target": ["我 爱 喝 茶 。"], "one_shot": [True]}),
+    })
+    prediction = ["我 喜欢 喝 茶 。"]
+    pooled = benchmark_metrics(mt, "test", prediction)
+    assert pooled["bleu_paper"]["score"] == pytest.approx(100.0)
+    assert pooled["bleu_paper_one_shot"]["score"] == pytest.approx(100.0)
+    assert pooled["sacrebleu"]["score"] < 100.0  # one reference only
+    with pytest.raises(ValueError, match="same length"):
+        benchmark_metrics(plain, "test", ["A"])

@@ -78,6 +78,15 @@ def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_pa
     assert evaluation.exact_match(predictions, test["target"]) == results["per_seed"]["0"]["test"]["exact_match"]
     assert model.lexicon is not None and model.lexicon.method == "simple"
 
+    # `lexical-hf evaluate` checks the same thing from the folder alone, and notices a metric it cannot reproduce
+    from lexical_hf import cli
+
+    assert cli.main(["evaluate", str(tmp_path)]) == 0
+    tampered = json.loads((tmp_path / "results.json").read_text())
+    tampered["per_seed"]["0"]["test"]["token_accuracy"] += 0.01
+    (tmp_path / "results.json").write_text(json.dumps(tampered))
+    assert cli.main(["evaluate", str(tmp_path)]) == 1
+
 
 def test_paper_code_source_and_lexicon_options_travel_with_the_published_folder(tmp_path):
     run([sys.executable], tmp_path, ["--seeds", "0", "--source_bos", "true",
@@ -265,6 +274,10 @@ def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path, run_lex
     card = (out / "README.md").read_text()
     assert "User-provided parallel data" in card and "Colors" not in card.split("---")[1]  # metadata names no Colors dataset
     assert json.loads((out / "lexicon.json").read_text())["provenance"]["dataset"] == str(tmp_path / "train.tsv")
+    from lexical_hf import cli
+
+    assert cli.main(["evaluate", str(out)]) == 2  # a clear error: evaluate knows only the benchmarks
+    assert cli.main(["evaluate", str(tmp_path)]) == 2  # no results.json
 
 
 def test_transformer_backbone_uses_its_cpu_preset_and_round_trips(tmp_path):
