@@ -113,7 +113,8 @@ def _add_evaluate_command(subparsers) -> None:
                     "width) and compare each metric with the one recorded for its published seed. Exit status 0 when "
                     "every metric is within --tolerance, 1 when one is not.",
     )
-    command.add_argument("folder", type=Path, help="a folder written by examples/run_lexical.py")
+    command.add_argument("folder", help="a folder written by examples/run_lexical.py, or its Hub repo id (org/name)")
+    command.add_argument("--revision", default=None, help="with a Hub repo id: branch, tag or commit")
     command.add_argument("--data-dir", default=None, help="mirror of the raw files (default: $LEXICAL_HF_DATA_DIR)")
     command.add_argument("--batch-size", type=int, default=256, help="sources decoded per generate() call")
     command.add_argument("--tolerance", type=float, default=1e-9,
@@ -132,7 +133,12 @@ def _run_evaluate(args) -> int:
     from .decoding import generate_texts
     from .results import flatten
 
-    results_path = args.folder / "results.json"
+    folder = Path(args.folder)
+    if not folder.exists() and args.folder.count("/") == 1 and not args.folder.startswith((".", "/")):
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(args.folder, revision=args.revision))  # a Hub repo id: the published folder
+    results_path = folder / "results.json"
     if not results_path.is_file():
         raise FileNotFoundError(f"{results_path} not found: evaluate reads a folder written by examples/run_lexical.py")
     results = json.loads(results_path.read_text())
@@ -146,8 +152,8 @@ def _run_evaluate(args) -> int:
     data = load_benchmark(benchmark, results.get("benchmark_config"), data_dir=args.data_dir,
                           splits=None if benchmark == "eng_cmn" else splits)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model = AutoModelForSeq2SeqLM.from_pretrained(args.folder).to(device).eval()
-    tokenizer = AutoTokenizer.from_pretrained(args.folder)
+    model = AutoModelForSeq2SeqLM.from_pretrained(folder).to(device).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
     num_beams = results.get("training", {}).get("generation_num_beams") or 1
     config = results.get("benchmark_config")
     print(f"{args.folder}: seed {seed}, {benchmark}{'/' + config if config else ''}, {num_beams} beam(s), {device}")

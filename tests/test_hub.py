@@ -182,6 +182,12 @@ def test_model_loaded_by_repo_id_carries_its_lexicon(loaded):
     assert local["model_lexicon"] and remote["model_lexicon"] == local["model_lexicon"]
 
 
+def test_evaluate_by_repo_id_reproduces_the_pushed_metrics(hub, pushed, tmp_path):
+    env = hub_env(hub.endpoint, TOKEN, tmp_path / "hf_home_evaluate")
+    result = run_checked([sys.executable, "-m", "lexical_hf.cli", "evaluate", REPO_ID], env)
+    assert "reproduced: largest difference 0.00e+00" in result.stdout, result.stdout
+
+
 def test_lexicon_push_to_hub_round_trip(hub, tmp_path, monkeypatch):
     """`Lexicon.push_to_hub` then `Lexicon.from_pretrained(repo_id)`, in this process.
 
