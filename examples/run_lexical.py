@@ -134,7 +134,7 @@ class LexiconArguments:
     lexicon_seed: int = field(default=0, metadata={"help": "seed of sampling learners (bayesian); the lexicon is learned once"})
     lexicon_fallback: str | None = field(default=None, metadata={"help": "rows of inputs without entries, for learners that use mutual exclusivity (all but uniform, whose fallback defines it): mutual_exclusivity (default) | mutual_exclusivity_or_abstain (the paper's code)"})
     lexicon_params: str | None = field(default=None, metadata={"help": "learner hyperparameters NAME=VALUE,…, e.g. variant=code for ibm2 (the paper's released aligner)"})
-    lexicon_tie_break: str | None = field(default=None, metadata={"help": "how the hard lexicon chooses among outputs tied for an input's highest score: cooccurrence (default: the one seen with the input in the most training examples) | string (the smallest string)"})
+    lexicon_tie_break: str | None = field(default=None, metadata={"help": "how the hard lexicon chooses among outputs tied for an input's highest score: cooccurrence (default: the one seen with the input in the most training examples) | first_appearance (the one seen first in the training data, the paper code's argmax) | string (the smallest string)"})
     lexicon_path: str | None = field(default=None, metadata={"help": "use this saved lexicon (a folder or file with lexicon.json, or a Hub repo id) instead of learning one, e.g. your own dictionary; --lexicon then names the kind it holds: simple, pmi, ibm2 or bayesian; L is built at --lexicon_temperature (default 0, hard), not at the temperature saved with it"})
 
 

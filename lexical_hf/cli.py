@@ -83,7 +83,7 @@ def _add_lexicon_command(subparsers) -> None:
     learner.add_argument("--seed", type=int, default=0, help="seed of sampling learners (bayesian)")
     learner.add_argument(
         "--tie-break",
-        choices=("cooccurrence", "string"),
+        choices=("cooccurrence", "first_appearance", "string"),
         default="cooccurrence",
         help="how the hard lexicon chooses among outputs tied for an input's highest score (default: cooccurrence)",
     )

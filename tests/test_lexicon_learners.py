@@ -211,6 +211,15 @@ def test_ties_go_to_the_output_seen_with_the_input_most_often(monkeypatch):
     assert by_string.hard_mapping() == {"a": "X", "b": "X", "c": "c", "d": "P"}
     with pytest.raises(ValueError, match="tie_break"):
         learn_lexicon(data, "every_pair_ties", tie_break="first")
+    # the paper code's order: the tied output seen first in the data as given (copying still first); the only rule
+    # that depends on the order of the examples
+    first = learn_lexicon(data, "every_pair_ties", tie_break="first_appearance")
+    assert first.tie_breaks == {"a": "X", "b": "X", "d": "P"} and first.entries == lexicon.entries
+    assert first.hard_mapping() == {"a": "X", "b": "X", "c": "c", "d": "P"}
+    reversed_data = (data[0][::-1], data[1][::-1])  # targets now seen in the order P, Q, W, c, Z, X, Y
+    assert learn_lexicon(reversed_data, "every_pair_ties", tie_break="first_appearance").tie_breaks == {
+        "a": "X", "b": "Z", "d": "P"}  # b's tie (X, Z) now goes to Z
+    assert learn_lexicon(reversed_data, "every_pair_ties").tie_breaks == lexicon.tie_breaks  # order-independent
 
 
 def test_bayesian_ties_on_addprim_jump_go_to_the_turns(scan_train):
@@ -222,6 +231,22 @@ def test_bayesian_ties_on_addprim_jump_go_to_the_turns(scan_train):
         assert lexicon.hard_mapping()[word] == turn
     by_string = learn_lexicon(scan_train["addprim_jump"], "bayesian", seed=0, tie_break="string")
     assert by_string.hard_mapping()["left"] == "I_LOOK" and by_string.hard_mapping()["right"] == "I_RUN"
+    # the paper code's argmax order agrees here (docs/ARCHITECTURE.md)
+    first = learn_lexicon(scan_train["addprim_jump"], "bayesian", seed=0, tie_break="first_appearance")
+    assert first.hard_mapping() == lexicon.hard_mapping()
+
+
+def test_first_appearance_gives_pmi_function_words_the_code_choice_on_addprim_jump(scan_train):
+    """PMI's and/after/twice/thrice tie among the four actions in counts too: co-occurrence falls back to the
+    smallest string (I_LOOK), the code's argmax to the action its data file shows first (I_WALK)."""
+    data = scan_train["addprim_jump"]
+    by_count = learn_lexicon(data, "pmi").hard_mapping()
+    by_first = learn_lexicon(data, "pmi", tie_break="first_appearance").hard_mapping()
+    function_words = ("after", "and", "thrice", "twice")
+    assert {w: by_count[w] for w in function_words} == dict.fromkeys(function_words, "I_LOOK")
+    assert {w: by_first[w] for w in function_words} == dict.fromkeys(function_words, "I_WALK")
+    assert {w: o for w, o in by_first.items() if w not in function_words} == {
+        w: o for w, o in by_count.items() if w not in function_words}
 
 
 def test_simple_code_variant_matches_the_paper_rule_on_scan(scan_train):

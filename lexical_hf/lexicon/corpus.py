@@ -92,6 +92,9 @@ class ParallelCorpus:
 
     source: TokenSequences
     target: TokenSequences
+    # target_first_seen[t]: rank of target type t by its first appearance in the data *as given* (before the
+    # canonical reordering); read only by the "first_appearance" tie-break, the paper code's argmax order
+    target_first_seen: np.ndarray | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ construction
@@ -122,9 +125,14 @@ class ParallelCorpus:
             raise ValueError(f"got {len(source_lists)} source sequences but {len(target_lists)} target sequences")
         if len(source_lists) == 0:
             raise ValueError("cannot learn a lexicon from empty training data (0 examples)")
+        # dictionary_encode numbers values in order of first occurrence: the data's own order, before reordering
+        first_seen = pc.dictionary_encode(target_lists.flatten()).dictionary
         order = _canonical_order(source_lists, target_lists)
         source_lists, target_lists = source_lists.take(order), target_lists.take(order)
-        corpus = cls(_encode(source_lists), _encode(target_lists))
+        target = _encode(target_lists)
+        target_first_seen = np.asarray(pc.index_in(pa.array(target.vocab, type=first_seen.type), value_set=first_seen),
+                                       dtype=np.int64)
+        corpus = cls(_encode(source_lists), target, target_first_seen)
         if len(corpus.source.ids) == 0 or len(corpus.target.ids) == 0:
             side = "source" if len(corpus.source.ids) == 0 else "target"
             raise ValueError(f"cannot learn a lexicon: every {side} sequence of the training data is empty")

@@ -47,7 +47,7 @@ from .corpus import ParallelCorpus
 from .lexicon import Lexicon
 from .registry import LEARNERS, LearnerOutput, available_methods, get_learner, register_learner
 
-TIE_BREAKS = ("cooccurrence", "string")
+TIE_BREAKS = ("cooccurrence", "first_appearance", "string")
 
 __all__ = [
     "LEARNERS",
@@ -191,10 +191,12 @@ def learn_lexicon(
         tie_break: how the hard lexicon chooses among an input's outputs that share its highest score (and are not
             the input itself, which copying picks first). ``"cooccurrence"`` (default): the output that co-occurs
             with the input in the most training examples, then the smallest string; recorded in
-            `Lexicon.tie_breaks`. ``"string"``: the smallest string, nothing recorded (the rule of lexicons saved in
-            format version 1).
-            The paper does not say; its code's ``argmax`` takes the output seen first in the data file, which on
-            SCAN's addprim_jump agrees with the co-occurrence choice wherever the counts differ (docs/ARCHITECTURE.md).
+            `Lexicon.tie_breaks`. ``"first_appearance"``: the tied output that appears first in ``data`` as given
+            (the paper code's ``argmax`` over a target vocabulary built in order of appearance; the only rule that
+            depends on the order of the examples), recorded likewise. ``"string"``: the smallest string, nothing
+            recorded (the rule of lexicons saved in format version 1).
+            The paper does not say; on SCAN's addprim_jump the code's order agrees with the co-occurrence choice
+            wherever the counts differ (docs/ARCHITECTURE.md).
         provenance: extra provenance (e.g. ``{"dataset": "scan", "config": "addprim_jump", "split": "train"}``),
             merged over what is read from a `datasets.Dataset`'s info.
         **method_kwargs: the learner's hyperparameters (e.g. ``epsilon=3`` for ``simple``, ``iterations=5`` for
@@ -217,7 +219,7 @@ def learn_lexicon(
         _entries_from_output(corpus, output),
         method=method,
         hyperparameters=hyperparameters,
-        tie_breaks=_cooccurrence_tie_breaks(corpus, output) if tie_break == "cooccurrence" else None,
+        tie_breaks=None if tie_break == "string" else _recorded_tie_breaks(corpus, output, tie_break),
         provenance={**found_provenance, **dict(provenance or {}), "lexical_hf_version": __version__},
         temperature=temperature,
         fallback=output.fallback,
@@ -269,9 +271,11 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
     )
 
 
-def _cooccurrence_tie_breaks(corpus: ParallelCorpus, output: LearnerOutput) -> dict[str, str]:
-    """``{v: w}`` for every input whose highest score is shared by several outputs, none of them v itself: the tied
-    output with the most co-occurrences #(v, w), then the smallest string (vocabularies are sorted: the smallest id)."""
+def _recorded_tie_breaks(corpus: ParallelCorpus, output: LearnerOutput, rule: str) -> dict[str, str]:
+    """``{v: w}`` for every input whose highest score is shared by several outputs, none of them v itself: with
+    ``rule="cooccurrence"`` the tied output with the most co-occurrences #(v, w), then the smallest string
+    (vocabularies are sorted: the smallest id); with ``rule="first_appearance"`` the tied output that appears first
+    in the data as given (`ParallelCorpus.target_first_seen`)."""
     source_ids = np.asarray(output.source_ids, dtype=np.int64)
     target_ids = np.asarray(output.target_ids, dtype=np.int64)
     scores = np.asarray(output.scores, dtype=np.float64)
@@ -287,14 +291,19 @@ def _cooccurrence_tie_breaks(corpus: ParallelCorpus, output: LearnerOutput) -> d
         return {}
     source_vocab, target_vocab = corpus.source_vocab, corpus.target_vocab
     copies = {source_vocab[i] for i, j in zip(v.tolist(), w.tolist()) if source_vocab[i] == target_vocab[j]}
-    # #(v, w) by lookup in the sorted pair keys of `corpus.cooccurrence()` (0 for pairs that never co-occur)
-    n_out = corpus.target.vocab_size
-    pair_v, pair_w, pair_count = corpus.cooccurrence()
-    pair_keys = pair_v * n_out + pair_w
-    keys = v * n_out + w
-    position = np.minimum(np.searchsorted(pair_keys, keys), max(len(pair_keys) - 1, 0))
-    count = np.where(pair_keys[position] == keys, pair_count[position], 0) if len(pair_keys) else np.zeros_like(keys)
-    order = np.lexsort((w, -count, v))  # per input: most co-occurrences first, then the smallest string
+    if rule == "first_appearance":
+        if corpus.target_first_seen is None:
+            raise ValueError("tie_break='first_appearance' needs a corpus built from data in its own order")
+        order = np.lexsort((corpus.target_first_seen[w], v))  # per input: the output seen first in the data
+    else:
+        # #(v, w) by lookup in the sorted pair keys of `corpus.cooccurrence()` (0 for pairs that never co-occur)
+        n_out = corpus.target.vocab_size
+        pair_v, pair_w, pair_count = corpus.cooccurrence()
+        pair_keys = pair_v * n_out + pair_w
+        keys = v * n_out + w
+        position = np.minimum(np.searchsorted(pair_keys, keys), max(len(pair_keys) - 1, 0))
+        count = np.where(pair_keys[position] == keys, pair_count[position], 0) if len(pair_keys) else np.zeros_like(keys)
+        order = np.lexsort((w, -count, v))  # per input: most co-occurrences first, then the smallest string
     v, w = v[order], w[order]
     first = np.r_[True, v[1:] != v[:-1]]
     return {
