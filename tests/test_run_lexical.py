@@ -88,6 +88,16 @@ def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_pa
     assert cli.main(["evaluate", str(tmp_path)]) == 1
 
 
+def test_evaluate_scores_the_examples_a_truncated_run_scored(tmp_path):
+    """--max_eval_samples N scores the first N test examples; `lexical-hf evaluate` must score the same N."""
+    run([sys.executable], tmp_path, ["--max_steps", "5", "--max_eval_samples", "4"])
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["per_seed"]["0"]["test"]["num_examples"] == 4
+    from lexical_hf import cli
+
+    assert cli.main(["evaluate", str(tmp_path)]) == 0
+
+
 def test_paper_code_source_and_lexicon_options_travel_with_the_published_folder(tmp_path):
     run([sys.executable], tmp_path, ["--seeds", "0", "--source_bos", "true",
                                      "--lexicon_fallback", "mutual_exclusivity_or_abstain",
