@@ -167,7 +167,7 @@ def _run_evaluate(args) -> int:
                                      num_beams=num_beams)
         measured = flatten(evaluation.benchmark_metrics(data, split, predictions))
         for name, value in flatten(recorded[split]).items():
-            if name not in measured or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
+            if name not in measured or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             difference = abs(measured[name] - value)
             worst = max(worst, difference)
