@@ -21,9 +21,10 @@ demo: install
 # One row of the paper's tables, e.g. `make reproduce TASK=scan-jump ROW=simple` (TIER=paper on a GPU; SEEDS=0-9;
 # EXTEND=1 adds the seeds run now to the existing row file instead of replacing it).
 # Writes results/<task>/<row>.json (eng-cmn: results/mt/), outputs/reproduce/lexical-<task>-<row>/ and rebuilds results/README.md.
+# PUBLISH=1 only rebuilds the row's Hub-ready folder (its first seed, the row file's settings) and checks its metrics.
 TIER ?= cpu
 reproduce: install
-	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(EXTEND),--extend)
+	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(EXTEND),--extend) $(if $(PUBLISH),--publish)
 
 # Wheels for the lent GPU machine (Python 3.12, no package registry), which lacks datasets and two of its needs;
 # benchmarks/gpu_tier.sh installs them there from .whl/ (git-ignored; carry it with the device tool).

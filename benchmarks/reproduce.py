@@ -5,6 +5,7 @@
     python benchmarks/reproduce.py --task scan-jump --row simple           # SCAN addprim_jump, CPU tier, 5 seeds
     python benchmarks/reproduce.py --task scan-jump --row simple --tier paper --seeds 0-9   # GPU tier
     python benchmarks/reproduce.py --task scan-jump --row lstm --seeds 2-4 --extend   # add seeds to a row file
+    python benchmarks/reproduce.py --task scan-jump --row simple --publish # only the row's Hub-ready folder
     python benchmarks/reproduce.py --summarize                             # results/README.md + figures only
 
 (`make reproduce TASK=scan-jump ROW=simple` runs the first form.) One call trains every seed of one cell row
@@ -12,6 +13,11 @@
 `outputs/reproduce/lexical-<task>-<row>[-<tier>]` (weights, tokenizer, lexicon.json, results.json, model card) and
 copies its results.json to `results/<task>/<row>[.<tier>].json` (eng-cmn: `results/mt/`). `--summarize` then writes `results/README.md`:
 ours beside the paper's number for every row that was run, and a per-seed accuracy strip per task.
+
+`--publish` rebuilds only a row's Hub-ready folder (never in git, so a fresh clone lacks it): it trains the row
+file's first seed again with the settings the row file recorded, into the same folder, and checks that every test
+metric equals the row's record for that seed (exit status 1 if one differs by more than `--tolerance`). The row
+file is not changed. On the machine that wrote the row the run is deterministic, so the metrics agree exactly.
 
 Tiers: `cpu` runs `--preset cpu` (reduced model and steps, see `examples/run_lexical.py`; Colors always runs the
 paper recipe, it is tiny); `paper` runs `--preset paper` (2×512 LSTM, batch 128 × 4, 8,000 updates) and is meant for
@@ -121,12 +127,15 @@ def row_file(task: str, row: str, tier: str) -> Path:
     return RESULTS / task_folder(task) / f"{row}{suffix}.json"
 
 
+def folder_name(task: str, row: str, tier: str) -> str:
+    return f"lexical-{task}-{row}" + ("" if tier == "cpu" or task == "colors" else f"-{tier}")
+
+
 def run_row(args) -> Path:
     task_args, _, default_seeds = TASKS[args.task]
     _, row_args = ROWS[args.row]
     seeds = args.seeds or default_seeds[args.tier]
-    name = f"lexical-{args.task}-{args.row}" + ("" if args.tier == "cpu" or args.task == "colors" else f"-{args.tier}")
-    output_dir = Path(args.output_root) / name
+    output_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
     command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *task_args, *row_args,
                "--preset", "paper" if args.task == "colors" else args.tier, "--seeds", seeds,
                "--parallel_seeds", str(args.parallel_seeds), "--output_dir", str(output_dir),
@@ -145,6 +154,59 @@ def run_row(args) -> Path:
     target.write_text(json.dumps(results, indent=1) + "\n")
     print(f"wrote {target.relative_to(REPO)} and {output_dir}")
     return target
+
+
+def with_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
+    """`argv` with `flag`'s value replaced by `value` (appended if absent; removed, with its value, if None)."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == flag:
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out if value is None else out + [flag, value]
+
+
+def publish_row(args) -> int:
+    """`--publish`: train the row file's first seed again into the row's folder and compare its metrics with the row's."""
+    import shlex
+
+    from lexical_hf.results import flatten
+
+    target = row_file(args.task, args.row, args.tier)
+    shown = os.path.relpath(target, REPO)
+    if not target.exists():
+        raise SystemExit(f"--publish: {shown} does not exist; run the row first (without --publish)")
+    row = json.loads(target.read_text())
+    seed = str(row["seeds"][0])
+    recorded_command = shlex.split(row["command"])
+    script = next(i for i, word in enumerate(recorded_command) if word.endswith("run_lexical.py"))
+    argv = recorded_command[script + 1:]
+    output_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
+    for flag, value in (("--seeds", seed), ("--parallel_seeds", None), ("--resume_from_checkpoint", None),
+                        ("--output_dir", str(output_dir)), ("--data_dir", args.data_dir)):
+        argv = with_flag(argv, flag, value)
+    command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *argv, *args.extra]
+    print("+", " ".join(command), flush=True)
+    subprocess.run(command, check=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}, cwd=REPO)
+    measured = json.loads((output_dir / "results.json").read_text())["per_seed"][seed]
+    print(f"{shown}, seed {seed}: the row's record against the run now")
+    worst = 0.0
+    for split, metrics in row["per_seed"][seed].items():
+        if split == "train_seconds":
+            continue
+        now = flatten(measured[split])
+        for name, value in flatten(metrics).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            difference = abs(now[name] - value) if isinstance(now.get(name), (int, float)) else float("inf")
+            worst = max(worst, difference)
+            mark = "" if difference <= args.tolerance else "  <-- differs"
+            print(f"  {split}/{name:<40} {value:>12.6f} {now.get(name, float('nan')):>12.6f} {difference:>10.2e}{mark}")
+    verdict = "reproduced" if worst <= args.tolerance else "NOT reproduced"
+    print(f"{verdict}: largest difference {worst:.2e} (tolerance {args.tolerance:g}); folder {output_dir}")
+    return 0 if worst <= args.tolerance else 1
 
 
 # What must agree for two runs to be seeds of one row: everything but the seeds, the output folder and the machine.
@@ -232,7 +294,10 @@ def summarize() -> str:
              "[`lexicon_rows.md`](lexicon_rows.md).", "",
              "Each row also leaves a Hub-ready folder, `outputs/reproduce/lexical-<task>-<row>/` (not in git), with",
              "its first seed's weights; `lexical-hf evaluate <folder> --data-dir ../shared/data` decodes the test",
-             "split again and compares every metric with the row's. The last check of each folder:",
+             "split again and compares every metric with the row's. A fresh clone has none of these folders:",
+             "`python benchmarks/reproduce.py --task <task> --row <row> --publish --data_dir ../shared/data` trains",
+             "the row's first seed again with the row file's settings and checks its metrics against the row's.",
+             "The last check of each folder:",
              "[`diagnostics/evaluate_published_folders.txt`](diagnostics/evaluate_published_folders.txt).", ""]
     figures = []
     for task, (_, metric, _) in TASKS.items():
@@ -352,14 +417,25 @@ def main(argv=None):
     parser.add_argument("--summarize", action="store_true", help="only rebuild results/README.md and the figures")
     parser.add_argument("--extend", action="store_true",
                         help="add the seeds run now to the existing row file (same settings, new seeds) instead of replacing it")
+    parser.add_argument("--publish", action="store_true",
+                        help="only rebuild the row's Hub-ready folder from its row file's first seed and settings, "
+                             "and check its metrics against the row's (the row file is not changed)")
+    parser.add_argument("--tolerance", type=float, default=0.0, help="with --publish: the largest accepted difference")
     args, extra = parser.parse_known_args(argv)
     args.extra = extra  # anything else goes to run_lexical.py unchanged (e.g. --benchmark_splits, --max_steps)
-    if not args.summarize:
-        if not (args.task and args.row):
-            parser.error("--task and --row are required (or --summarize)")
-        run_row(args)
+    if args.summarize:
+        print(summarize())
+        return 0
+    if not (args.task and args.row):
+        parser.error("--task and --row are required (or --summarize)")
+    if args.publish:
+        if args.seeds or args.extend:
+            parser.error("--publish trains the row file's first seed; it takes neither --seeds nor --extend")
+        return publish_row(args)
+    run_row(args)
     print(summarize())
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

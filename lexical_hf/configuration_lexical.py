@@ -101,7 +101,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     """
 
     model_type = "lexical_seq2seq"
-    keys_to_ignore_at_inference = ["past_key_values"]
+    keys_to_ignore_at_inference = ["cache", "past_key_values"]  # the decoder state's name since / before transformers 5.24
     attribute_map = {"num_hidden_layers": "num_layers", "vocab_size": "target_vocab_size"}
 
     source_vocab_size: int = 32

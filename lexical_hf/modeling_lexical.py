@@ -13,6 +13,7 @@ from safetensors import SafetensorError
 from torch import nn
 from torch.nn import functional as F
 from transformers import GenerationMixin, PreTrainedModel
+from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput, logging
 from transformers.utils.hub import cached_file
 
@@ -33,9 +34,36 @@ LEXICON_FILE = "lexicon.json"
 BACKBONES = {"lstm": LSTMEncoderDecoder, "transformer": TransformerEncoderDecoder}
 
 
+# transformers 5.24 renamed the decoder state, in every model output and in generate()'s keyword arguments, from
+# `past_key_values` to `cache`. generate() looks the state up in an output under its own version's name only, so the
+# output's field (and what `prepare_inputs_for_generation` hands to `forward`) takes the installed version's name.
+CACHE_NAME = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
+DecoderCache = LSTMDecoderCache | TransformerDecoderCache
+
+
 @dataclass
-class LexicalSeq2SeqLMOutput(ModelOutput):
-    """Output of `LexicalSeq2SeqForConditionalGeneration.forward`.
+class _LexicalSeq2SeqLMOutputFields(ModelOutput):
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    gate: torch.FloatTensor | None = None
+    cross_attentions: tuple[torch.FloatTensor, ...] | None = None
+    encoder_last_hidden_state: torch.FloatTensor | None = None
+
+
+if CACHE_NAME == "cache":
+
+    @dataclass
+    class LexicalSeq2SeqLMOutput(_LexicalSeq2SeqLMOutputFields):
+        cache: DecoderCache | None = None
+
+else:
+
+    @dataclass
+    class LexicalSeq2SeqLMOutput(_LexicalSeq2SeqLMOutputFields):
+        past_key_values: DecoderCache | None = None
+
+
+LexicalSeq2SeqLMOutput.__doc__ = """Output of `LexicalSeq2SeqForConditionalGeneration.forward`.
 
     Attributes:
         loss: negative log-likelihood of the mixture summed over labels that are not -100, divided by their number
@@ -43,18 +71,12 @@ class LexicalSeq2SeqLMOutput(ModelOutput):
             `num_items_in_batch` that `Trainer` passes (the count over the whole accumulated batch).
         logits: (B, T, |V_y|) log-probabilities of the mixture (log-softmax is the identity on them, so they can be
             used wherever logits are expected); -inf on ids that are never generated.
-        past_key_values: the decoder's recurrent state after the last position (when `use_cache`).
         gate: (B, T) p_gate, the weight of the write distribution (1 − gate is the lexicon's share).
         cross_attentions: one (B, T, S) tensor: the attention α used by the lexical head.
         encoder_last_hidden_state: (B, S, H) encoder states.
+        cache: the decoder's state after the last position (when `use_cache`); the field is `past_key_values` with
+            transformers < 5.24 (see `CACHE_NAME`).
     """
-
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    past_key_values: LSTMDecoderCache | TransformerDecoderCache | None = None
-    gate: torch.FloatTensor | None = None
-    cross_attentions: tuple[torch.FloatTensor, ...] | None = None
-    encoder_last_hidden_state: torch.FloatTensor | None = None
 
 
 class LexicalSeq2SeqPreTrainedModel(PreTrainedModel):
@@ -146,13 +168,14 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: LexicalEncoderOutput | None = None,
-        past_key_values: LSTMDecoderCache | TransformerDecoderCache | None = None,
+        cache: DecoderCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
+        past_key_values: DecoderCache | None = None,
         **kwargs,
     ) -> LexicalSeq2SeqLMOutput:
         r"""Teacher-forced scoring (with `labels` or `decoder_input_ids`) or one cached decoding step.
@@ -162,12 +185,16 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             attention_mask: (B, S) 1 for real source tokens. Defaults to `input_ids != pad_token_id`.
             decoder_input_ids: (B, T) target-side inputs; built from `labels` when omitted.
             encoder_outputs: a previous encoder output (generation reuses it).
-            past_key_values: the decoder state after the tokens already consumed; `decoder_input_ids` then holds
-                only the new tokens.
+            cache: the decoder state after the tokens already consumed; `decoder_input_ids` then holds only the
+                new tokens. `past_key_values` is the same argument under its name before transformers 5.24.
             labels: (B, T) target ids; -100 positions are ignored by the loss.
             num_items_in_batch: what the summed loss is divided by instead of this batch's own token (or sequence)
                 count: `Trainer` passes the count over all micro-batches of a gradient-accumulation step.
         """
+        if past_key_values is not None:
+            if cache is not None:
+                raise ValueError("pass the decoder state once, as `cache` (or `past_key_values`), not both")
+            cache = past_key_values
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         if labels is not None:
             self._check_labels(labels)
@@ -195,14 +222,15 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         if labels is not None:  # a recurrent decoder need not run a row past its last label (labels are right-padded)
             positions = torch.arange(1, labels.shape[1] + 1, device=labels.device)
             target_lengths = (labels.ne(-100) * positions).amax(1)
+        incremental = labels is None and cache is not None  # a decoding step of generate()
         features, gate_features, attention, cache = self.model.decoder(
-            decoder_input_ids, encoder_outputs, attention_mask, past_key_values, target_lengths=target_lengths
+            decoder_input_ids, encoder_outputs, attention_mask, cache, target_lengths=target_lengths
         )
         self._warn_if_lexicon_unset()
         head = self.lexical_head(features, gate_features, attention, encoder_outputs.source_ids)
 
         log_probs = head.log_probs
-        if labels is None and past_key_values is not None:  # an incremental decoding step of generate()
+        if incremental:
             log_probs = self._end_diverged_hypotheses(log_probs)
         loss = None
         if labels is not None:
@@ -219,10 +247,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         return LexicalSeq2SeqLMOutput(
             loss=loss,
             logits=log_probs,
-            past_key_values=cache if use_cache else None,
             gate=head.gate,
             cross_attentions=(attention,),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            **{CACHE_NAME: cache if use_cache else None},
         )
 
     def _end_diverged_hypotheses(self, log_probs: torch.Tensor) -> torch.Tensor:
@@ -262,13 +290,15 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             )
 
     # ------------------------------------------------------------------ generation glue
-    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
-        """Feed only the tokens the cached decoder state has not consumed yet (all of them without a cache)."""
-        if past_key_values is not None:
-            input_ids = input_ids[:, past_key_values.get_seq_length() :]
+    def prepare_inputs_for_generation(self, input_ids, cache=None, attention_mask=None, past_key_values=None, **kwargs):
+        """Feed only the tokens the cached decoder state has not consumed yet (all of them without a cache).
+        generate() passes the state as `cache` (transformers >= 5.24) or `past_key_values` (earlier)."""
+        cache = cache if cache is not None else past_key_values
+        if cache is not None:
+            input_ids = input_ids[:, cache.get_seq_length() :]
         return {
             "decoder_input_ids": input_ids,
-            "past_key_values": past_key_values,
+            CACHE_NAME: cache,
             "encoder_outputs": kwargs.get("encoder_outputs"),
             "attention_mask": attention_mask,
             "use_cache": kwargs.get("use_cache"),

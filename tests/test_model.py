@@ -11,6 +11,7 @@ import torch
 import lexical_hf
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration
 from lexical_hf.backbones.lstm import LSTMDecoderCache
+from lexical_hf.modeling_lexical import CACHE_NAME
 from conftest import encode_batch, random_lexicon, small_model
 
 CONFIGS = {
@@ -61,8 +62,8 @@ def test_cached_stepwise_decoding_equals_teacher_forcing(toy_tokenizer, toy_data
         cache, steps = None, []
         for i in range(decoder_input_ids.shape[1]):
             out = model(encoder_outputs=encoder_outputs, attention_mask=batch["attention_mask"],
-                        decoder_input_ids=decoder_input_ids[:, i : i + 1], past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+                        decoder_input_ids=decoder_input_ids[:, i : i + 1], cache=cache, use_cache=True)
+            cache = out[CACHE_NAME]
             steps.append(out.logits)
     assert isinstance(cache, LSTMDecoderCache) and cache.get_seq_length() == decoder_input_ids.shape[1]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
@@ -78,6 +79,44 @@ def test_generate_with_and_without_cache_agree(toy_tokenizer, toy_data, name, nu
     cached = model.generate(**kwargs, use_cache=True)
     uncached = model.generate(**kwargs, use_cache=False)
     assert torch.equal(cached, uncached)
+
+
+@pytest.mark.parametrize("name", ["lexical-sigmoid", "transformer-lexical"])
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_cached_generate_feeds_the_decoder_one_new_token_per_step(toy_tokenizer, toy_data, name, num_beams):
+    """generate() must hand the decoder state back each step (its name changed in transformers 5.24): without it
+    the output is the same but every step re-runs the whole prefix, so agreement with use_cache=False is not enough."""
+    config = CONFIGS[name] if name in CONFIGS else dict(backbone="transformer", lexical_mode="lexical")
+    model = lexical_model(toy_tokenizer, **config)
+    batch = encode_batch(toy_tokenizer, toy_data[:4])
+    lengths, forward = [], model.model.decoder.forward
+
+    def recording_forward(decoder_input_ids, *args, **kwargs):
+        lengths.append(decoder_input_ids.shape[1])
+        return forward(decoder_input_ids, *args, **kwargs)
+
+    model.model.decoder.forward = recording_forward
+    model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, min_new_tokens=6,
+                   num_beams=num_beams, do_sample=False)
+    assert lengths == [1] * 6, lengths
+
+
+def test_past_key_values_is_the_cache_under_its_old_name(toy_tokenizer, toy_data):
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
+    batch = encode_batch(toy_tokenizer, toy_data[:3])
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(batch["labels"])
+    inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=True)
+    with torch.no_grad():
+        def state_after_two_tokens():
+            return model(**inputs, decoder_input_ids=decoder_input_ids[:, :2])[CACHE_NAME]
+
+        new_name = model(**inputs, decoder_input_ids=decoder_input_ids[:, 2:], cache=state_after_two_tokens())
+        old_name = model(**inputs, decoder_input_ids=decoder_input_ids[:, 2:], past_key_values=state_after_two_tokens())
+        with pytest.raises(ValueError, match="not both"):
+            model(**inputs, decoder_input_ids=decoder_input_ids[:, 2:], cache=state_after_two_tokens(),
+                  past_key_values=state_after_two_tokens())
+    assert decoder_input_ids.shape[1] > 2 and isinstance(new_name[CACHE_NAME], LSTMDecoderCache)
+    assert torch.equal(new_name.logits, old_name.logits)
 
 
 def test_greedy_generate_equals_a_manual_argmax_loop(toy_tokenizer, toy_data):

@@ -155,3 +155,41 @@ def test_the_reduced_note_says_how_batches_were_grouped(reproduce):
     assert "batch 64 (grouped by source + target length)" in reproduce.reduced_note({**row, "group_by_target_length": True})
     random_batches = {**row, "training": {**row["training"], "train_sampling_strategy": "random"}}
     assert "batch 64," in reproduce.reduced_note(random_batches)
+
+
+def test_publish_rebuilds_the_rows_folder_and_checks_it_against_the_row(reproduce, tmp_path, capsys):
+    """A fresh clone has the row files but not the Hub-ready folders: `--publish` trains the row's first seed again
+    from the recorded command, leaves the row file alone, and fails when the metrics differ from the row's."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "test.tsv").write_text("dax dax\tRED RED\nlug lug\tBLUE BLUE\n")
+    row_run = tmp_path / "row-run"
+    command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), "--lexicon", "simple", "--embedding_size", "8",
+               "--hidden_size", "8", "--num_layers", "1", "--max_steps", "3", "--disable_tqdm", "true",
+               "--train_file", str(tmp_path / "train.tsv"), "--test_file", str(tmp_path / "test.tsv"),
+               "--seeds", "3", "--output_dir", str(row_run)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    subprocess.run(command, check=True, capture_output=True, env=env, cwd=REPO, timeout=600)
+    row = json.loads((row_run / "results.json").read_text())
+    row["command"] = row["command"] + " --resume_from_checkpoint true --parallel_seeds 2"  # as aggregated rows record
+    row_path = tmp_path / "colors" / "simple.json"
+    row_path.parent.mkdir()
+    row_path.write_text(json.dumps(row))
+    published = tmp_path / "published"
+    argv = ["--task", "colors", "--row", "simple", "--publish", "--output_root", str(published)]
+
+    assert reproduce.main(argv) == 0
+    folder = published / "lexical-colors-simple"
+    assert (folder / "model.safetensors").is_file() and json.loads((folder / "results.json").read_text())["seeds"] == [3]
+    assert "reproduced: largest difference 0.00e+00" in capsys.readouterr().out
+    assert json.loads(row_path.read_text()) == row  # the row file is not rewritten
+
+    row["per_seed"]["3"]["test"]["token_accuracy"] += 0.25
+    row_path.write_text(json.dumps(row))
+    assert reproduce.main(argv) == 1
+    assert "NOT reproduced" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        reproduce.main([*argv, "--seeds", "0"])

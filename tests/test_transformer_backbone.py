@@ -11,6 +11,7 @@ from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqT
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration
 from lexical_hf.backbones.lstm import LSTMDecoderCache
 from lexical_hf.backbones.transformer import TransformerDecoderCache
+from lexical_hf.modeling_lexical import CACHE_NAME
 from conftest import encode_batch, random_lexicon, small_model
 from test_model import peaky, sequence_log_probs
 
@@ -45,8 +46,8 @@ def stepwise_log_probs(model, batch, decoder_input_ids):
         cache, steps = None, []
         for i in range(decoder_input_ids.shape[1]):
             out = model(encoder_outputs=encoder_outputs, attention_mask=batch["attention_mask"],
-                        decoder_input_ids=decoder_input_ids[:, i : i + 1], past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+                        decoder_input_ids=decoder_input_ids[:, i : i + 1], cache=cache, use_cache=True)
+            cache = out[CACHE_NAME]
             steps.append(out.logits)
     return torch.cat(steps, 1), cache
 
@@ -142,11 +143,11 @@ def test_decoding_in_chunks_equals_teacher_forcing_and_leaves_the_given_cache_un
     full = teacher_forced(model, batch, decoder_input_ids).logits
     with torch.no_grad():
         first = model(**{k: batch[k] for k in ("input_ids", "attention_mask")}, decoder_input_ids=decoder_input_ids[:, :2])
-        cache = first.past_key_values
+        cache = first[CACHE_NAME]
         snapshot = [t.clone() for t in cache.self_keys + cache.self_values]
         second = model(**{k: batch[k] for k in ("input_ids", "attention_mask")},
-                       decoder_input_ids=decoder_input_ids[:, 2:], past_key_values=cache)
-    assert decoder_input_ids.shape[1] > 3 and cache.get_seq_length() == 2 and second.past_key_values is not cache
+                       decoder_input_ids=decoder_input_ids[:, 2:], cache=cache)
+    assert decoder_input_ids.shape[1] > 3 and cache.get_seq_length() == 2 and second[CACHE_NAME] is not cache
     assert all(torch.equal(a, b) for a, b in zip(snapshot, cache.self_keys + cache.self_values))
     torch.testing.assert_close(torch.cat([first.logits, second.logits], 1), full, atol=1e-5, rtol=1e-5)
 
