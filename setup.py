@@ -26,7 +26,7 @@ setup(
     include_package_data=True,
     install_requires=[
         "torch>=2.4",
-        "transformers>=5,<6",
+        "transformers>=5.17,<6",  # 5.17 (the GPU image) is the oldest release the suite runs on
         "tokenizers>=0.20",
         "datasets>=4",
         "accelerate>=1.0",

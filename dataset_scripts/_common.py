@@ -271,7 +271,9 @@ class LexicalBenchmarkBuilder(datasets.GeneratorBasedBuilder):
     def _split_generators(self, dl_manager):
         # Downloads go through fetch_raw_file (urllib) rather than dl_manager: datasets' HTTP filesystem needs
         # aiohttp, which `datasets` does not install.
-        download_dir = Path(self._cache_downloaded_dir) / "lexical_hf"
+        # the builder's downloads folder, read from download_config (public, unlike the builder's attribute for it)
+        downloads = dl_manager.download_config.cache_dir or datasets.config.DOWNLOADED_DATASETS_PATH
+        download_dir = Path(downloads).expanduser() / "lexical_hf"
         paths = {}
         for key, remote in self.raw_files.items():
             try:

@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from transformers.trainer_utils import get_last_checkpoint
 import lexical_hf
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
 from lexical_hf import evaluation
+from lexical_hf.benchmarks import load_pairs_file
 from lexical_hf.cli import parse_learner_params
 from lexical_hf.decoding import generate_texts
 from lexical_hf.lexicon import Lexicon, apply_lexicon, learn_lexicon
@@ -135,7 +137,7 @@ class LexiconArguments:
     lexicon_fallback: str | None = field(default=None, metadata={"help": "rows of inputs without entries, for learners that use mutual exclusivity (all but uniform, whose fallback defines it): mutual_exclusivity (default) | mutual_exclusivity_or_abstain (the paper's code)"})
     lexicon_params: str | None = field(default=None, metadata={"help": "learner hyperparameters NAME=VALUE,…, e.g. variant=code for ibm2 (the paper's released aligner)"})
     lexicon_tie_break: str | None = field(default=None, metadata={"help": "how the hard lexicon chooses among outputs tied for an input's highest score: cooccurrence (default: the one seen with the input in the most training examples) | first_appearance (the one seen first in the training data, the paper code's argmax) | string (the smallest string)"})
-    lexicon_path: str | None = field(default=None, metadata={"help": "use this saved lexicon (a folder or file with lexicon.json, or a Hub repo id) instead of learning one, e.g. your own dictionary; --lexicon then names the kind it holds: simple, pmi, ibm2 or bayesian; L is built at --lexicon_temperature (default 0, hard), not at the temperature saved with it"})
+    lexicon_path: str | None = field(default=None, metadata={"help": "use this saved lexicon (a folder or file with lexicon.json, or a Hub repo id) instead of learning one, e.g. your own dictionary; it keeps its learner's name, temperature and fallback unless --lexicon_temperature / --lexicon_fallback are given (--lexicon, if given, must name its learner)"})
 
 
 @dataclass
@@ -228,14 +230,19 @@ def preset_values(argv: list[str]) -> dict:
     name = lexical_hf.benchmarks.canonical_benchmark_name(benchmark) if benchmark else "default"
     values = table.get(f"{name}/{flag_value(argv, 'benchmark_config')}", table.get(name, table["default"]))
     values = {key: value for key, value in values.items() if value is not None}
-    if flag_value(argv, "lexicon", "simple") == "uniform":  # the uniform learner's fallback is its definition
-        values.pop("lexicon_fallback", None)
+    if flag_value(argv, "lexicon", "simple") == "uniform" or flag_value(argv, "lexicon_path"):
+        values.pop("lexicon_fallback", None)  # the uniform learner's fallback is its definition; a saved lexicon has its own
     return {"preset": preset, **values}
+
+
+def given_flags(argv: list[str]) -> set[str]:
+    """The names of the flags on the command line itself (not filled in by a preset or a default)."""
+    return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
 
 
 def parse_arguments(argv: list[str]):
     """HfArgumentParser over the dataclasses; preset values are defaults that any flag on the command line overrides."""
-    given = {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    given = given_flags(argv)
     injected = []
     for key, value in preset_values(argv).items():
         if key not in given:
@@ -258,14 +265,7 @@ def load_pairs(data_args: DataArguments) -> datasets.DatasetDict:
         for split, path in files.items():
             if path is None:
                 continue
-            if path.endswith((".jsonl", ".json")):
-                splits[split] = datasets.load_dataset("json", data_files=path, split="train")
-            else:
-                splits[split] = datasets.load_dataset("csv", data_files=path, split="train", delimiter="\t",
-                                                      column_names=["source", "target"], quoting=3)
-            missing = {"source", "target"} - set(splits[split].column_names)
-            if missing:
-                raise ValueError(f"{path}: missing column(s) {sorted(missing)}; need source and target")
+            splits[split] = load_pairs_file(path)  # TSV (extra columns ignored), IN: … OUT: …, or JSON lines
         data = datasets.DatasetDict(splits)
     else:
         data = lexical_hf.load_benchmark(data_args.benchmark, data_args.benchmark_config, data_dir=data_args.data_dir,
@@ -415,8 +415,9 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     set_seed(seed)
     model = build_model(model_args, lexicon_args, tokenizer, lexicon)
     has_validation = "validation" in tokenized and experiment_args.selection == "validation"
-    seed_args = training_args.to_dict()
-    seed_args.update(output_dir=str(seed_dir), seed=seed, push_to_hub=False, save_only_model=False)
+    # the run's arguments with this seed's changes; dataclasses.replace keeps every value as it is (to_dict() is for
+    # logging: it masks tokens and flattens enums and nested configs)
+    seed_args = dict(output_dir=str(seed_dir), seed=seed, push_to_hub=False, save_only_model=False)
     if has_validation:
         interval = max(1, training_args.max_steps // 10) if training_args.max_steps > 0 else None
         seed_args.update(eval_strategy="steps" if interval else "epoch", save_strategy="steps" if interval else "epoch",
@@ -426,7 +427,7 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
             seed_args.update(eval_steps=interval, save_steps=interval)
     else:
         seed_args.update(eval_strategy="no", load_best_model_at_end=False)
-    seed_training_args = Seq2SeqTrainingArguments(**{k: v for k, v in seed_args.items() if not k.startswith("_")})
+    seed_training_args = dataclasses.replace(training_args, **seed_args)
 
     def compute_metrics(prediction):
         # Under DDP the gathered arrays can end with a few repeated examples (even batches); the first
@@ -491,11 +492,18 @@ def main(argv=None):
         params = parse_learner_params(lexicon_args.lexicon_params.split(",")) if lexicon_args.lexicon_params else {}
         if lexicon_args.lexicon_path:
             if method in ("identity", "uniform") or params or lexicon_args.lexicon_tie_break:
-                raise ValueError("--lexicon_path replaces the learner: it goes with --lexicon naming what it holds "
-                                 "(simple, pmi, ibm2, bayesian), without --lexicon_params or --lexicon_tie_break (a saved "
-                                 "lexicon carries its own tie-breaks)")
+                raise ValueError("--lexicon_path replaces the learner: it does not go with --lexicon copy or uniform, "
+                                 "--lexicon_params or --lexicon_tie_break (a saved lexicon carries its own tie-breaks)")
             lexicon = Lexicon.from_pretrained(lexicon_args.lexicon_path)
-            lexicon = Lexicon.from_dict({**lexicon.to_dict(), "temperature": lexicon_args.lexicon_temperature})
+            # the saved lexicon is what it says it is: its learner, temperature and fallback stand unless a flag on
+            # the command line asks for another temperature or fallback
+            if "lexicon" in given_flags(argv) and lexicon_args.lexicon != lexicon.method:
+                raise ValueError(f"--lexicon {lexicon_args.lexicon}: the lexicon at {lexicon_args.lexicon_path} was made "
+                                 f"by {lexicon.method!r}; leave out --lexicon (the saved lexicon names its learner)")
+            lexicon_args.lexicon = lexicon.method
+            if "lexicon_temperature" in given_flags(argv):
+                lexicon = Lexicon.from_dict({**lexicon.to_dict(), "temperature": lexicon_args.lexicon_temperature})
+            lexicon_args.lexicon_temperature = lexicon.temperature
         else:
             lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
                                     seed=lexicon_args.lexicon_seed, provenance=provenance,
@@ -553,7 +561,7 @@ def main(argv=None):
                      "adam_beta2", "generation_num_beams", "train_sampling_strategy")},
         "machine": machine_description(experiment_args.parallel_seeds),
         "world_size": training_args.world_size,
-        "example_source": raw[test_splits(raw)[0]][0]["source"],
+        "example_source": raw[(test_splits(raw) or ["train"])[0]][0]["source"],  # train: a run without evaluation
         "per_seed": per_seed,
     }
     results.update(summarize_row(per_seed))

@@ -133,3 +133,57 @@ def load_benchmark(
         download_mode=datasets.DownloadMode.FORCE_REDOWNLOAD if force_rebuild else None,
     )
     return builder.as_dataset()
+
+
+def read_pairs_file(path: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """Your own parallel data from a text file: one pair per line, ``source<TAB>target`` (further columns, such as
+    COGS's category, are ignored) or SCAN's ``IN: … OUT: …``; blank lines are skipped.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a line that is neither form (the message names the file and line).
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    sources, targets = [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        if line.startswith("IN: ") and " OUT: " in line:
+            source, target = line[len("IN: ") :].split(" OUT: ", 1)
+        else:
+            columns = line.split("\t")
+            if len(columns) < 2:
+                raise ValueError(f"{path}:{number}: expected 'source<TAB>target' or 'IN: … OUT: …'")
+            source, target = columns[0], columns[1]
+        sources.append(source)
+        targets.append(target)
+    return sources, targets
+
+
+def load_pairs_file(path: str | os.PathLike) -> datasets.Dataset:
+    """A ``datasets.Dataset`` with string columns ``source`` and ``target`` from your own file: JSON lines (or a
+    JSON array) of objects with those keys (``.jsonl`` / ``.json``), otherwise a text file read by
+    :func:`read_pairs_file`.
+
+    Raises:
+        ValueError: a JSON file without ``source``/``target`` keys, or with a missing (null) value.
+    """
+    path = str(path)
+    if not path.endswith((".jsonl", ".json")):
+        sources, targets = read_pairs_file(path)
+        return datasets.Dataset.from_dict({"source": sources, "target": targets})
+    data = datasets.load_dataset("json", data_files=path, split="train")
+    missing = {"source", "target"} - set(data.column_names)
+    if missing:
+        raise ValueError(f"{path}: missing key(s) {sorted(missing)} (columns: {data.column_names}); need source and target")
+    data = data.select_columns(["source", "target"])
+    for column in ("source", "target"):
+        if None in data[column]:
+            raise ValueError(f"{path}: row {data[column].index(None) + 1} has no {column}")
+        if data.features[column] != datasets.Value("string"):  # e.g. numbers: the pair is text all the same
+            data = data.cast_column(column, datasets.Value("string"))
+    return data

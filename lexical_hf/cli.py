@@ -193,29 +193,12 @@ def parse_learner_params(pairs: Sequence[str]) -> dict:
     return params
 
 
-def _read_pairs_file(path: Path) -> tuple[list[str], list[str]]:
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    sources, targets = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        if line.startswith("IN: ") and " OUT: " in line:
-            source, target = line[len("IN: ") :].split(" OUT: ", 1)
-        else:
-            columns = line.split("\t")
-            if len(columns) < 2:
-                raise ValueError(f"{path}:{number}: expected 'source<TAB>target' or 'IN: … OUT: …'")
-            source, target = columns[0], columns[1]
-        sources.append(source)
-        targets.append(target)
-    return sources, targets
-
-
 def _load_data(args):
     """The training data and its provenance."""
     if args.data_file is not None:
-        sources, targets = _read_pairs_file(args.data_file)
+        from .benchmarks import read_pairs_file
+
+        sources, targets = read_pairs_file(args.data_file)
         provenance = {"dataset": str(args.data_file), "split": None, "num_examples": len(sources)}
         return (sources, targets), provenance
     import datasets

@@ -15,9 +15,8 @@ from torch.nn import functional as F
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput, logging
-from transformers.utils.hub import cached_file
 
-try:  # transformers >= 5.2x; older 5.x releases (e.g. 5.17, on the GPU image) lack it
+try:  # transformers >= 5.18; 5.17 (on the GPU image) lacks it
     from transformers.utils.hub import resolve_revision
 except ImportError:
     resolve_revision = None
@@ -150,7 +149,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
-        # The decoder's state is recurrent (LSTMDecoderCache), not a key/value cache: forward creates it.
+        # The decoder's state is its own (LSTMDecoderCache, TransformerDecoderCache): forward creates it. (Should a
+        # transformers release stop asking, forward replaces the empty cache generate() made instead.)
         return False
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.LongTensor:
@@ -195,6 +195,13 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             if cache is not None:
                 raise ValueError("pass the decoder state once, as `cache` (or `past_key_values`), not both")
             cache = past_key_values
+        if cache is not None and not isinstance(cache, (LSTMDecoderCache, TransformerDecoderCache)):
+            # generate() gives a transformers key/value cache to models that do not opt out, and the opt-out is a
+            # private hook (`_supports_default_dynamic_cache`): an empty one is "no state yet"; our state replaces it
+            if cache.get_seq_length():
+                raise TypeError(f"`cache` must be the decoder's own state (LSTMDecoderCache or TransformerDecoderCache), "
+                                f"not a {type(cache).__name__} that already holds tokens")
+            cache = None
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         if labels is not None:
             self._check_labels(labels)
@@ -386,19 +393,39 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             )
         except SafetensorError as error:
             raise OSError(f"corrupt or truncated weights in {pretrained_model_name_or_path!r}: {error}") from error
-        problems = {key: sorted(map(str, info.get(key) or [])) for key in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+        # info[key], not info.get(key): a renamed key must fail here, not silently skip the strict check
+        problems = {key: sorted(map(str, info[key] or [])) for key in ("missing_keys", "unexpected_keys", "mismatched_keys")}
         problems = {key: value for key, value in problems.items() if value}
         if problems:
             raise ValueError(f"checkpoint {pretrained_model_name_or_path!r} does not match the model: {problems}")
-        lexicon_path = cached_file(
-            pretrained_model_name_or_path, LEXICON_FILE, revision=revision, **hub_kwargs,
-            _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False,
-        )
+        lexicon_path = _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs)
         if lexicon_path is not None:
             from .lexicon import Lexicon  # the weights already hold L; this is the readable artifact beside them
 
             model.lexicon = Lexicon.from_pretrained(os.path.dirname(lexicon_path))
         return (model, info) if wants_info else model
+
+
+def _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs) -> str | None:
+    """The local path of the `lexicon.json` beside the weights (same folder, or same Hub revision and subfolder), or
+    None when there is none. Public huggingface_hub calls only: transformers' `cached_file` answers None for a missing
+    file only through private flags, and silently ignores flags it no longer knows (it would then raise)."""
+    subfolder = hub_kwargs.get("subfolder") or ""
+    if os.path.isdir(str(pretrained_model_name_or_path)):
+        path = os.path.join(str(pretrained_model_name_or_path), subfolder, LEXICON_FILE)
+        return path if os.path.isfile(path) else None
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        return hf_hub_download(
+            str(pretrained_model_name_or_path), LEXICON_FILE, subfolder=subfolder or None, revision=revision,
+            cache_dir=hub_kwargs.get("cache_dir"), token=hub_kwargs.get("token"),
+            local_files_only=hub_kwargs.get("local_files_only", False),
+            force_download=hub_kwargs.get("force_download", False),
+        )
+    except EntryNotFoundError:  # no lexicon.json in the repository (offline and not cached: LocalEntryNotFoundError)
+        return None
 
 
 def _pinned_revision(repo_id, revision, *, token, local_files_only, cache_dir):

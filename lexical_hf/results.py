@@ -43,6 +43,8 @@ def summarize_row(per_seed: dict) -> dict:
 
 def results_markdown(results: dict) -> str:
     """The table of a results dict: one row per split and metric, mean ± std and the per-seed values."""
+    if not results["summary"]:
+        return "No split was evaluated (the run had no validation or test data).\n"
     lines = ["| split | metric | mean ± std | per seed |", "|---|---|---|---|"]
     for split, metrics in results["summary"].items():
         for key in TABLE_METRICS:

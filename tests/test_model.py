@@ -101,6 +101,27 @@ def test_cached_generate_feeds_the_decoder_one_new_token_per_step(toy_tokenizer,
     assert lengths == [1] * 6, lengths
 
 
+@pytest.mark.parametrize("name", ["lexical-sigmoid", "transformer-lexical"])
+def test_generate_works_if_transformers_hands_the_model_its_own_empty_cache(toy_tokenizer, toy_data, name, monkeypatch):
+    """The opt-out from generate()'s default key/value cache is a private hook; should a release stop consulting it,
+    forward must treat the empty transformers cache as no state (a filled one is an error)."""
+    config = CONFIGS[name] if name in CONFIGS else dict(backbone="transformer", lexical_mode="lexical")
+    model = lexical_model(toy_tokenizer, **config)
+    batch = encode_batch(toy_tokenizer, toy_data[:5])
+    kwargs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, do_sample=False)
+    expected = {beams: model.generate(**kwargs, num_beams=beams) for beams in (1, 3)}
+    monkeypatch.setattr(type(model), "_supports_default_dynamic_cache", classmethod(lambda cls: True))
+    for beams in (1, 3):
+        assert torch.equal(model.generate(**kwargs, num_beams=beams), expected[beams])
+    from transformers import DynamicCache
+
+    filled = DynamicCache()
+    filled.update(torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4), layer_idx=0)
+    decoder_input_ids = torch.full((5, 1), model.config.decoder_start_token_id)
+    with pytest.raises(TypeError, match="decoder's own state"):
+        model(**{k: batch[k] for k in ("input_ids", "attention_mask")}, decoder_input_ids=decoder_input_ids, cache=filled)
+
+
 def test_past_key_values_is_the_cache_under_its_old_name(toy_tokenizer, toy_data):
     model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
     batch = encode_batch(toy_tokenizer, toy_data[:3])

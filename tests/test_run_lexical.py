@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration
+from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "run_lexical.py"
@@ -221,15 +221,31 @@ def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_pa
     import lexical_hf
     from lexical_hf.lexicon import Lexicon
 
-    learned = lexical_hf.learn_lexicon(lexical_hf.load_benchmark("colors")["train"], method="simple")
+    learned = lexical_hf.learn_lexicon(lexical_hf.load_benchmark("colors")["train"], method="pmi")
     entries = {**learned.entries, "dax": {"BLUE": 1.0}}  # a dictionary no learner gives: dax → BLUE
-    own = Lexicon.from_dict({**learned.to_dict(), "entries": entries, "method": "simple"})
+    own = Lexicon.from_dict({**learned.to_dict(), "entries": entries, "temperature": 0.5})
+    assert own.method == "pmi" and own.fallback == "mutual_exclusivity"
     own.save_pretrained(tmp_path / "own-lexicon")
-    run([sys.executable], tmp_path / "run", ["--seeds", "0", "--lexicon_path", str(tmp_path / "own-lexicon")])
+    tiny = [a for a in TINY if a not in ("--lexicon", "simple")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPT), *tiny, "--output_dir", str(tmp_path / "run"), "--seeds", "0",
+                             "--lexicon_path", str(tmp_path / "own-lexicon")], capture_output=True, text=True, env=env,
+                            cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
     results = check_output_folder(tmp_path / "run", [0])
-    assert results["lexicon_path"] == str(tmp_path / "own-lexicon")
+    # the saved lexicon stays what it is: its learner's name, its temperature and its fallback (the Colors preset's
+    # abstaining fallback and the default temperature 0 used to replace them silently)
+    assert results["lexicon_path"] == str(tmp_path / "own-lexicon") and results["lexicon"] == "pmi"
+    assert results["lexicon_temperature"] == 0.5 and results["lexicon_fallback"] == "mutual_exclusivity"
     published = Lexicon.from_pretrained(tmp_path / "run")
     assert published.entries == own.entries and published.entries["dax"] == {"BLUE": 1.0}
+    assert published.temperature == 0.5 and published.fallback == "mutual_exclusivity"
+    assert "lexicon-pmi" in (tmp_path / "run" / "README.md").read_text()
+    # --lexicon naming another learner than the saved one is an error, not a mislabelled card
+    result = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--output_dir", str(tmp_path / "mislabelled"),
+                             "--lexicon_path", str(tmp_path / "own-lexicon")], capture_output=True, text=True, env=env,
+                            cwd=REPO, timeout=600)
+    assert result.returncode != 0 and "was made by 'pmi'" in result.stderr, result.stderr[-2000:]
 
 
 def test_the_row_records_the_ties_its_lexicon_breaks_otherwise_than_by_string(run_lexical_module):
@@ -343,8 +359,18 @@ def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_
     trainer = module.LexicalSeq2SeqTrainer(model=model, args=args, train_dataset=train, group_by_target_length=True)
     stock = module.LexicalSeq2SeqTrainer(model=model, args=args, train_dataset=train)
 
-    def padded_decoder_steps(sampler_owner):
-        order = list(sampler_owner._get_train_sampler(train))
+    def index_sampler(trainer):
+        """The sampler inside the Trainer's real train DataLoader (accelerate may wrap it): overriding the private
+        `_get_train_sampler` must still be what feeds training, or resumed runs and this flag silently stop working."""
+        loader = trainer.get_train_dataloader()
+        for candidate in (loader, getattr(loader, "base_dataloader", None)):
+            for sampler in (getattr(candidate, "sampler", None), getattr(getattr(candidate, "batch_sampler", None), "sampler", None)):
+                if isinstance(sampler, module.EpochSeededLengthGroupedSampler):
+                    return sampler
+        raise AssertionError(f"no EpochSeededLengthGroupedSampler in {loader!r}")
+
+    def padded_decoder_steps(trainer):
+        order = list(index_sampler(trainer))
         assert sorted(order) == list(range(64))
         return sum(max(len(targets[i]) for i in order[k:k + 8]) for k in range(0, 64, 8))
 
@@ -385,3 +411,37 @@ def test_source_revision_is_dirty_only_when_code_has_uncommitted_changes(tmp_pat
     (tmp_path / "code.py").write_text("x = 2\n")
     assert run_lexical_module.source_revision(tmp_path) == f"{clean}-dirty"
     assert run_lexical_module.source_revision(tmp_path / "results") == f"{clean}-dirty"  # from a subfolder too
+
+
+def test_own_files_are_read_as_pairs_whatever_else_they_hold(tmp_path):
+    """COGS-style TSVs carry a third column (the category): pandas' CSV reader made the first column the index and
+    trained on (target, category) without a word. Numbers are text, and a line without a tab is a clear error."""
+    from lexical_hf.benchmarks import load_pairs_file
+
+    (tmp_path / "three.tsv").write_text("a b\tA B\tin_distribution\nb\tB\tprimitive\n\nIN: a OUT: A\n")
+    data = load_pairs_file(tmp_path / "three.tsv")
+    assert data["source"] == ["a b", "b", "a"] and data["target"] == ["A B", "B", "A"]
+    (tmp_path / "numbers.jsonl").write_text('{"source": "one", "target": 1}\n{"source": "two", "target": 2}\n')
+    assert load_pairs_file(tmp_path / "numbers.jsonl")["target"] == ["1", "2"]
+    (tmp_path / "gap.jsonl").write_text('{"source": "one", "target": "1"}\n{"source": "two"}\n')
+    with pytest.raises(ValueError, match="row 2 has no target"):
+        load_pairs_file(tmp_path / "gap.jsonl")
+    (tmp_path / "bad.tsv").write_text("a\tA\nno tab here\n")
+    with pytest.raises(ValueError, match=r"bad.tsv:2: expected 'source<TAB>target'"):
+        load_pairs_file(tmp_path / "bad.tsv")
+
+
+def test_own_data_without_evaluation_files_trains_and_publishes(tmp_path):
+    """--validation_file and --test_file are optional: a run with neither used to crash after training."""
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\tx\nlug\tBLUE\tx\ndax\tRED\tx\nlug dax\tBLUE RED\tx\n")
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
+                             "--max_steps", "2", "--output_dir", str(tmp_path / "out")],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["summary"] == {} and results["example_source"] == "dax lug"
+    assert "No split was evaluated" in (tmp_path / "out" / "results.md").read_text()
+    tokenizer = LexicalTokenizer.from_pretrained(tmp_path / "out")
+    assert "RED" in tokenizer.target_vocab and "x" not in tokenizer.target_vocab  # the third column is not a target

@@ -89,16 +89,24 @@ class LSTMDecoderCache:
     """Recurrent decoder state carried between `generate()` steps (the LSTM's "KV cache").
 
     Holds the LSTM hidden and cell states (num_layers, B, H), the input-feeding vector o_{i-1} (B, H) and how many
-    target tokens have been consumed. `reorder_cache` follows beam search's choice of parents.
+    target tokens have been consumed. `reorder_cache` follows beam search's choice of parents. The class attributes are
+    the parts of transformers' `Cache` interface that `generate()` reads (it is not a key/value cache, so none of
+    its other methods apply).
     """
 
     is_croppable = False
+    is_compileable = False
 
     def __init__(self, hidden: torch.Tensor, cell: torch.Tensor, feed: torch.Tensor, seq_length: int = 0):
         self.hidden, self.cell, self.feed, self.seq_length = hidden, cell, feed, seq_length
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.seq_length
+
+    @property
+    def is_linear(self) -> list[bool]:
+        """One entry per layer: the state has a fixed size (it does not grow with the tokens consumed)."""
+        return [True] * self.hidden.shape[0]
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         self.hidden = self.hidden.index_select(1, beam_idx.to(self.hidden.device))

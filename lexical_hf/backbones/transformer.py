@@ -61,7 +61,8 @@ class TransformerDecoderCache:
         seq_length: t, the number of target tokens consumed (also the position of the next token).
     """
 
-    is_croppable = False
+    is_croppable = False  # the parts of transformers' `Cache` interface that `generate()` reads
+    is_compileable = False
 
     def __init__(self, self_keys, self_values, cross_keys, cross_values, lexical_keys=None, seq_length: int = 0):
         self.self_keys, self.self_values = list(self_keys), list(self_values)
@@ -71,6 +72,11 @@ class TransformerDecoderCache:
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.seq_length
+
+    @property
+    def is_linear(self) -> list[bool]:
+        """One entry per layer: keys and values grow with every token consumed."""
+        return [False] * len(self.self_keys)
 
     @staticmethod
     def extend(past: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:

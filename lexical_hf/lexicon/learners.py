@@ -251,7 +251,7 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
             "config": info.config_name,
             "split": str(data.split) if data.split is not None else None,
             "num_examples": corpus.num_examples,
-            "fingerprint": data._fingerprint,
+            "fingerprint": getattr(data, "_fingerprint", None),  # private in datasets; None is left out
             "source_column": source_column,
             "target_column": target_column,
         }
