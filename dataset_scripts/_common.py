@@ -290,7 +290,8 @@ class LexicalBenchmarkBuilder(datasets.GeneratorBasedBuilder):
                            if key not in self.raw_files_for(self.config.name, [split])]
                 if without:
                     raise MissingDataFileError(
-                        f"{error} Or build only the splits that do not need this file: splits={without}."
+                        f"{error} Or build only the splits that do not need this file: splits={without} "
+                        f"(examples/run_lexical.py: --benchmark_splits {','.join(without)})."
                     ) from error
                 raise
         examples = self.build_splits(paths, self.config.splits)

@@ -185,6 +185,8 @@ def parse_seeds(text: str) -> list[int]:
     for part in text.split(","):
         if "-" in part:
             low, high = map(int, part.split("-"))
+            if high < low:
+                raise ValueError(f"--seeds {text!r}: the range {part.strip()!r} runs backwards; write {high}-{low}")
             seeds.extend(range(low, high + 1))
         elif part.strip():
             seeds.append(int(part))
@@ -419,12 +421,21 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     # logging: it masks tokens and flattens enums and nested configs)
     seed_args = dict(output_dir=str(seed_dir), seed=seed, push_to_hub=False, save_only_model=False)
     if has_validation:
-        interval = max(1, training_args.max_steps // 10) if training_args.max_steps > 0 else None
+        # selection on validation exact match; how often (default: ten times a run) and how many checkpoints are kept
+        # (default 2) are the user's to set
+        defaults = Seq2SeqTrainingArguments.__dataclass_fields__
+        user_set = {name for name in ("eval_steps", "save_steps", "save_total_limit")
+                    if getattr(training_args, name) != defaults[name].default}
+        interval = training_args.eval_steps if "eval_steps" in user_set else (
+            max(1, training_args.max_steps // 10) if training_args.max_steps > 0 else None)
         seed_args.update(eval_strategy="steps" if interval else "epoch", save_strategy="steps" if interval else "epoch",
-                         load_best_model_at_end=True, metric_for_best_model="exact_match", greater_is_better=True,
-                         save_total_limit=2)
+                         load_best_model_at_end=True, metric_for_best_model="exact_match", greater_is_better=True)
+        if "save_total_limit" not in user_set:
+            seed_args.update(save_total_limit=2)
         if interval:
-            seed_args.update(eval_steps=interval, save_steps=interval)
+            seed_args.update(eval_steps=interval)
+            if "save_steps" not in user_set:
+                seed_args.update(save_steps=interval)  # load_best_model_at_end needs a checkpoint at each evaluation
     else:
         seed_args.update(eval_strategy="no", load_best_model_at_end=False)
     seed_training_args = dataclasses.replace(training_args, **seed_args)
@@ -447,6 +458,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     resume = None
     if training_args.resume_from_checkpoint:
         resume = get_last_checkpoint(str(seed_dir)) if seed_dir.is_dir() else None
+        if resume:
+            logger.info(f"seed {seed}: resuming from {resume}")
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = time.perf_counter() - start
@@ -478,6 +491,18 @@ def main(argv=None):
         # nan/inf log filter would show it as 0.
         raise ValueError("--label_smoothing_factor is not supported: the model's logits are log-probabilities with "
                          "-inf on never-generated ids (padding, decoder start), which makes the smoothed loss infinite")
+    resume = training_args.resume_from_checkpoint
+    if isinstance(resume, str):  # HfArgumentParser leaves it a string: "false" would otherwise mean resume
+        if resume.lower() not in ("true", "false", "yes", "no", "1", "0"):
+            raise ValueError(f"--resume_from_checkpoint takes true or false (got {resume!r}): each seed resumes from its "
+                             "own last checkpoint in OUTPUT_DIR/seeds/seed-K, and a finished seed is read, not retrained")
+        training_args.resume_from_checkpoint = True if resume.lower() in ("true", "yes", "1") else None
+    if training_args.push_to_hub:
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE:  # say so now, not after hours of training
+            raise ValueError("--push_to_hub with HF_HUB_OFFLINE=1: unset HF_HUB_OFFLINE, or train without --push_to_hub "
+                             "and upload the folder later")
     seeds = parse_seeds(experiment_args.seeds)
     output_dir = Path(training_args.output_dir)
     # the code that trains is the checkout as it is now, not as it is when training ends hours later
@@ -504,15 +529,16 @@ def main(argv=None):
             if "lexicon_temperature" in given_flags(argv):
                 lexicon = Lexicon.from_dict({**lexicon.to_dict(), "temperature": lexicon_args.lexicon_temperature})
             lexicon_args.lexicon_temperature = lexicon.temperature
+            if lexicon_args.lexicon_fallback not in (None, lexicon.fallback):
+                if lexicon.fallback != "mutual_exclusivity":
+                    raise ValueError(f"--lexicon_fallback: the saved {lexicon.method} lexicon's {lexicon.fallback!r} "
+                                     "fallback is part of its definition and cannot be replaced")
+                lexicon = Lexicon.from_dict({**lexicon.to_dict(), "fallback": lexicon_args.lexicon_fallback})
         else:
             lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
                                     seed=lexicon_args.lexicon_seed, provenance=provenance,
-                                    tie_break=lexicon_args.lexicon_tie_break or "cooccurrence", **params)
-        if lexicon_args.lexicon_fallback not in (None, lexicon.fallback):
-            if lexicon.fallback != "mutual_exclusivity":
-                raise ValueError(f"--lexicon_fallback: the {lexicon.method} learner's {lexicon.fallback!r} fallback is part of "
-                                 "its definition and cannot be replaced")
-            lexicon = Lexicon.from_dict({**lexicon.to_dict(), "fallback": lexicon_args.lexicon_fallback})
+                                    tie_break=lexicon_args.lexicon_tie_break or "cooccurrence",
+                                    fallback=lexicon_args.lexicon_fallback, **params)
         covered = apply_lexicon(raw["train"], lexicon, tokenizer=tokenizer)
         coverage = [c for c in covered["lexicon_coverage"] if c is not None]
         logger.info(f"{lexicon.method} lexicon: {lexicon.num_entries} entries; mean target coverage on train "
@@ -520,10 +546,13 @@ def main(argv=None):
 
     tokenized = tokenize_pairs(raw, tokenizer)
 
+    settings = seed_settings(args, lexicon)
     per_seed = {}
     pending = []
     for seed in seeds:
         metrics_file = output_dir / "seeds" / f"seed-{seed}" / "metrics.json"
+        if training_args.resume_from_checkpoint:
+            check_seed_settings(output_dir / "seeds" / f"seed-{seed}", settings)
         if training_args.resume_from_checkpoint and metrics_file.exists():
             per_seed[str(seed)] = json.loads(metrics_file.read_text())
             logger.info(f"seed {seed}: already finished, metrics read from {metrics_file}")
@@ -550,6 +579,8 @@ def main(argv=None):
         "seeds": seeds,
         "selection": experiment_args.selection if "validation" in raw else "final",
         "benchmark": data_args.benchmark, "benchmark_config": data_args.benchmark_config,
+        "data_files": None if data_args.benchmark else {split: path for split, path in (
+            ("train", data_args.train_file), ("validation", data_args.validation_file), ("test", data_args.test_file)) if path},
         "lexicon": lexicon_args.lexicon, "lexicon_path": lexicon_args.lexicon_path,
         "lexicon_temperature": lexicon_args.lexicon_temperature,
         "lexicon_fallback": lexicon.fallback if lexicon is not None else None, "source_bos": data_args.source_bos,
@@ -570,10 +601,60 @@ def main(argv=None):
     return results
 
 
+def seed_settings(args, lexicon) -> dict:
+    """Everything a seed's result depends on besides the seed (data, lexicon, model, training recipe), as JSON values:
+    a finished or interrupted seed is reused by --resume_from_checkpoint only when these are unchanged."""
+    data_args, lexicon_args, model_args, experiment_args, training_args = args
+    lexicon_json = json.dumps(lexicon.to_dict(), sort_keys=True, default=str) if lexicon is not None else None
+    training_keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
+                     "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
+                     "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy", "generation_num_beams")
+    settings = {
+        "data": {key: getattr(data_args, key) for key in ("benchmark", "benchmark_config", "train_file", "validation_file",
+                                                          "test_file", "validation_fraction", "max_train_samples",
+                                                          "source_bos")},
+        "lexicon": hashlib.sha256(lexicon_json.encode()).hexdigest() if lexicon_json else None,
+        "model": asdict(model_args),
+        "training": {key: getattr(training_args, key, None) for key in training_keys},
+        "selection": experiment_args.selection,
+        "group_by_target_length": experiment_args.group_by_target_length,
+    }
+    return json.loads(json.dumps(settings, default=str))
+
+
+def check_seed_settings(seed_dir: Path, settings: dict) -> None:
+    """Refuse to reuse a seed folder trained with other settings: it would pair old weights or metrics with the new
+    run's results.json, card and lexicon. An unfinished seed may go on to more updates (continued training); a folder
+    from before settings were recorded is reused with a warning."""
+    finished = (seed_dir / "metrics.json").exists()
+    if not (finished or any(seed_dir.glob("checkpoint-*"))):
+        return
+    recorded_file = seed_dir / "settings.json"
+    if not recorded_file.exists():
+        logger.warning(f"{seed_dir} records no settings (written before they were recorded): reused unchecked")
+        return
+    recorded = json.loads(recorded_file.read_text())
+    differing = []
+    for key in sorted({*recorded, *settings}):
+        old, new = recorded.get(key), settings.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            differing += [f"{key}.{name}: {old.get(name)!r} → {new.get(name)!r}" for name in sorted({*old, *new})
+                          if old.get(name) != new.get(name)
+                          and (finished or f"{key}.{name}" not in ("training.max_steps", "training.num_train_epochs"))]
+        elif old != new:
+            differing.append("lexicon: other entries or settings" if key == "lexicon" else f"{key}: {old!r} → {new!r}")
+    if differing:
+        raise ValueError(f"--resume_from_checkpoint: {seed_dir} was trained with other settings ({'; '.join(differing)}); "
+                         f"use another --output_dir, or remove {seed_dir} to train it again")
+
+
 def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir: Path) -> dict:
     """Train one seed; the main process writes its metrics.json (and, for the published seed, its final model)."""
-    experiment_args = args[3]
+    experiment_args, training_args = args[3], args[4]
     seed_dir = output_dir / "seeds" / f"seed-{seed}"
+    if training_args.process_index == 0:
+        seed_dir.mkdir(parents=True, exist_ok=True)
+        (seed_dir / "settings.json").write_text(json.dumps(seed_settings(args, lexicon), indent=1) + "\n")
     trainer, metrics = train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir)
     if trainer.is_world_process_zero():
         seed_dir.mkdir(parents=True, exist_ok=True)
@@ -678,9 +759,15 @@ def publish_folder(output_dir: Path, first_seed: int, tokenizer, lexicon, result
 
         repo_id = training_args.hub_model_id or output_dir.name
         api = HfApi(token=training_args.hub_token)
-        api.create_repo(repo_id, private=bool(training_args.hub_private_repo), exist_ok=True)
-        api.upload_folder(repo_id=repo_id, folder_path=str(output_dir), ignore_patterns=["seeds/**", "runs/**"],
-                          commit_message=f"lexical_hf {lexical_hf.__version__}: {results['run_name']}")
+        try:
+            api.create_repo(repo_id, private=bool(training_args.hub_private_repo), exist_ok=True)
+            api.upload_folder(repo_id=repo_id, folder_path=str(output_dir), ignore_patterns=["seeds/**", "runs/**"],
+                              commit_message=f"lexical_hf {lexical_hf.__version__}: {results['run_name']}")
+        except Exception as error:  # network, token, permissions: the trained folder is complete either way
+            raise RuntimeError(
+                f"pushing to {repo_id} failed ({type(error).__name__}: {error}). {output_dir} is complete; push it later "
+                f"with `hf upload {repo_id} {output_dir} --exclude 'seeds/**' --exclude 'runs/**'`"
+            ) from error
         print(f"pushed {output_dir} to {repo_id}")
 
 

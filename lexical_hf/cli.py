@@ -152,6 +152,8 @@ def _run_evaluate(args) -> int:
     data = load_benchmark(benchmark, results.get("benchmark_config"), data_dir=args.data_dir,
                           splits=None if benchmark == "eng_cmn" else splits)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: this torch build sees no CUDA device; use --device cpu")
     model = AutoModelForSeq2SeqLM.from_pretrained(folder).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     num_beams = results.get("training", {}).get("generation_num_beams") or 1

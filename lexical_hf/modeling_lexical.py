@@ -47,6 +47,8 @@ class _LexicalSeq2SeqLMOutputFields(ModelOutput):
     gate: torch.FloatTensor | None = None
     cross_attentions: tuple[torch.FloatTensor, ...] | None = None
     encoder_last_hidden_state: torch.FloatTensor | None = None
+    decoder_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    decoder_attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 if CACHE_NAME == "cache":
@@ -73,6 +75,10 @@ LexicalSeq2SeqLMOutput.__doc__ = """Output of `LexicalSeq2SeqForConditionalGener
         gate: (B, T) p_gate, the weight of the write distribution (1 − gate is the lexicon's share).
         cross_attentions: one (B, T, S) tensor: the attention α used by the lexical head.
         encoder_last_hidden_state: (B, S, H) encoder states.
+        decoder_hidden_states: with `output_hidden_states`, one (B, T, H) tensor: the decoder features the head reads
+            (o_i for the LSTM, the last layer's output for the Transformer).
+        decoder_attentions: always None (the LSTM decoder has no self-attention; the Transformer's is not returned);
+            the field exists so that `generate(output_attentions=True)` can collect `cross_attentions`, α per step.
         cache: the decoder's state after the last position (when `use_cache`); the field is `past_key_values` with
             transformers < 5.24 (see `CACHE_NAME`).
     """
@@ -257,6 +263,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             gate=head.gate,
             cross_attentions=(attention,),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            decoder_hidden_states=(features,) if output_hidden_states else None,
             **{CACHE_NAME: cache if use_cache else None},
         )
 
@@ -309,6 +316,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             "encoder_outputs": kwargs.get("encoder_outputs"),
             "attention_mask": attention_mask,
             "use_cache": kwargs.get("use_cache"),
+            "output_hidden_states": kwargs.get("output_hidden_states"),
         }
 
     # ------------------------------------------------------------------ the lexicon

@@ -548,3 +548,16 @@ def test_simple_and_pmi_match_the_set_based_references(pairs):
 def test_ibm2_matches_the_loop_reference(pairs):
     sources, targets = map(list, zip(*pairs))
     assert learn(pairs, "ibm2").entries == ibm2_reference(sources, targets)
+
+
+def test_learn_lexicon_takes_the_fallback_rule():
+    """The README's `fallback="mutual_exclusivity_or_abstain"` used to be a TypeError in learn_lexicon."""
+    from lexical_hf import learn_lexicon
+
+    pairs = (["dax fep", "lug", "dax"], ["RED RED", "BLUE", "RED"])
+    assert learn_lexicon(pairs, method="simple").fallback == "mutual_exclusivity"
+    assert learn_lexicon(pairs, method="simple", fallback="mutual_exclusivity_or_abstain").fallback == "mutual_exclusivity_or_abstain"
+    with pytest.raises(ValueError, match="part of its definition"):
+        learn_lexicon(pairs, method="uniform", fallback="mutual_exclusivity_or_abstain")
+    with pytest.raises(ValueError, match="fallback must be"):
+        learn_lexicon(pairs, method="simple", fallback="copy")

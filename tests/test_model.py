@@ -140,6 +140,25 @@ def test_past_key_values_is_the_cache_under_its_old_name(toy_tokenizer, toy_data
     assert torch.equal(new_name.logits, old_name.logits)
 
 
+@pytest.mark.parametrize("name", ["lexical-sigmoid", "transformer-lexical"])
+@pytest.mark.parametrize("num_beams", [1, 2])
+def test_generate_returns_the_attention_of_every_step(toy_tokenizer, toy_data, name, num_beams):
+    """generate(return_dict_in_generate=True, output_attentions=True, output_hidden_states=True) used to fail with
+    AttributeError: α per step is what shows where the lexicon read from."""
+    config = CONFIGS[name] if name in CONFIGS else dict(backbone="transformer", lexical_mode="lexical")
+    model = lexical_model(toy_tokenizer, **config)
+    batch = encode_batch(toy_tokenizer, toy_data[:3])
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=4, min_new_tokens=4,
+                         num_beams=num_beams, do_sample=False, return_dict_in_generate=True, output_attentions=True,
+                         output_hidden_states=True)
+    assert len(out.cross_attentions) == 4 and len(out.decoder_hidden_states) == 4
+    alpha = torch.cat([step[0] for step in out.cross_attentions], 1)  # (B·beams, steps, S)
+    assert alpha.shape == (3 * num_beams, 4, batch["input_ids"].shape[1])
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(3 * num_beams, 4))
+    assert (alpha.masked_select(~batch["attention_mask"].bool().repeat_interleave(num_beams, 0)[:, None, :]) == 0).all()
+    assert out.decoder_hidden_states[0][0].shape == (3 * num_beams, 1, model.config.hidden_size)
+
+
 def test_greedy_generate_equals_a_manual_argmax_loop(toy_tokenizer, toy_data):
     model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
     batch = encode_batch(toy_tokenizer, toy_data[:5])

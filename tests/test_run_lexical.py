@@ -270,7 +270,8 @@ def test_bad_arguments_fail_clearly(tmp_path):
                            (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported"),
                            (["--lexicon", "copy", "--lexicon_path", str(tmp_path)], "--lexicon_path replaces the learner"),
                            (["--lexicon_path", str(tmp_path), "--lexicon_tie_break", "string"], "carries its own tie-breaks"),
-                           (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark")):
+                           (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark"),
+                           (["--push_to_hub", "true"], "--push_to_hub with HF_HUB_OFFLINE=1")):  # before training
         result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
@@ -297,6 +298,7 @@ def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path, run_lex
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["benchmark"] is None and results["training"]["per_device_train_batch_size"] == own["per_device_train_batch_size"]
+    assert results["data_files"] == {"train": str(tmp_path / "train.tsv"), "test": str(tmp_path / "test.tsv")}
     card = (out / "README.md").read_text()
     assert "User-provided parallel data" in card and "Colors" not in card.split("---")[1]  # metadata names no Colors dataset
     assert json.loads((out / "lexicon.json").read_text())["provenance"]["dataset"] == str(tmp_path / "train.tsv")
@@ -445,3 +447,39 @@ def test_own_data_without_evaluation_files_trains_and_publishes(tmp_path):
     assert "No split was evaluated" in (tmp_path / "out" / "results.md").read_text()
     tokenizer = LexicalTokenizer.from_pretrained(tmp_path / "out")
     assert "RED" in tokenizer.target_vocab and "x" not in tokenizer.target_vocab  # the third column is not a target
+
+
+def test_resume_refuses_a_seed_trained_with_other_settings(tmp_path):
+    """--resume_from_checkpoint used to reuse any finished seed in the folder: seeds of two different runs were
+    averaged, and the folder's card and lexicon.json described weights it did not hold."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+
+    def run_with(*extra):
+        return subprocess.run([sys.executable, str(SCRIPT), *TINY, "--max_steps", "3", "--seeds", "0",
+                               "--output_dir", str(tmp_path), *extra], capture_output=True, text=True, env=env, cwd=REPO,
+                              timeout=600)
+
+    assert run_with().returncode == 0
+    assert json.loads((tmp_path / "seeds" / "seed-0" / "settings.json").read_text())["model"]["hidden_size"] == 16
+    other = run_with("--hidden_size", "32", "--resume_from_checkpoint", "true")
+    assert other.returncode != 0 and "model.hidden_size: 16 → 32" in other.stderr, other.stderr[-2000:]
+    same = run_with("--resume_from_checkpoint", "true")
+    assert same.returncode == 0 and "seed 0: already finished" in same.stderr, same.stderr[-2000:]
+    path = run_with("--resume_from_checkpoint", str(tmp_path / "seeds" / "seed-0"))
+    assert path.returncode != 0 and "takes true or false" in path.stderr
+    fresh = run_with("--resume_from_checkpoint", "false")  # "false" is a string to HfArgumentParser, and it was truthy
+    assert fresh.returncode == 0 and "already finished" not in fresh.stderr
+
+
+def test_validation_selection_keeps_the_users_evaluation_interval(tmp_path):
+    """--eval_steps was overwritten by max_steps // 10 whenever a validation split selected the checkpoint."""
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
+                             "--validation_file", str(tmp_path / "dev.tsv"), "--max_steps", "20", "--eval_steps", "5",
+                             "--output_dir", str(tmp_path / "out")], capture_output=True, text=True, env=env, cwd=REPO,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (result.stdout + result.stderr).count("'eval_exact_match'") == 4  # updates 5, 10, 15, 20 (not every 2)

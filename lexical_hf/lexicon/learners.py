@@ -174,6 +174,7 @@ def learn_lexicon(
     seed: int = 0,
     provenance: Mapping[str, Any] | None = None,
     tie_break: str = "cooccurrence",
+    fallback: str | None = None,
     **method_kwargs,
 ) -> Lexicon:
     """Learn a lexicon from parallel data.
@@ -199,20 +200,29 @@ def learn_lexicon(
             wherever the counts differ (docs/ARCHITECTURE.md).
         provenance: extra provenance (e.g. ``{"dataset": "scan", "config": "addprim_jump", "split": "train"}``),
             merged over what is read from a `datasets.Dataset`'s info.
+        fallback: what inputs without entries map to, for the learners that use mutual exclusivity (all but
+            ``uniform``, whose fallback defines it): ``"mutual_exclusivity"`` (None: the learner's default) or
+            ``"mutual_exclusivity_or_abstain"`` (the paper's code: rows that mutual exclusivity cannot fill abstain).
         **method_kwargs: the learner's hyperparameters (e.g. ``epsilon=3`` for ``simple``, ``iterations=5`` for
             ``ibm2``, ``num_samples=2000`` for ``bayesian``); unknown names raise `TypeError`.
 
     Raises:
-        ValueError: unknown method or ``tie_break``, or empty training data.
+        ValueError: unknown method, ``tie_break`` or ``fallback``, a fallback for ``uniform``, or empty training data.
     """
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    if fallback not in (None, "mutual_exclusivity", "mutual_exclusivity_or_abstain"):
+        raise ValueError(f"fallback must be 'mutual_exclusivity' or 'mutual_exclusivity_or_abstain', got {fallback!r}")
     spec = get_learner(method)
     hyperparameters = spec.resolve(dict(method_kwargs))
     if spec.takes_seed:
         hyperparameters["seed"] = int(seed)
     corpus, found_provenance = _as_corpus(data, source_column, target_column)
     output = spec.function(corpus, **hyperparameters)
+    if fallback not in (None, output.fallback):
+        if output.fallback != "mutual_exclusivity":
+            raise ValueError(f"fallback: the {method} learner's {output.fallback!r} fallback is part of its definition "
+                             "and cannot be replaced")
     from .. import __version__
 
     return Lexicon._from_sorted_entries(
@@ -222,7 +232,7 @@ def learn_lexicon(
         tie_breaks=None if tie_break == "string" else _recorded_tie_breaks(corpus, output, tie_break),
         provenance={**found_provenance, **dict(provenance or {}), "lexical_hf_version": __version__},
         temperature=temperature,
-        fallback=output.fallback,
+        fallback=fallback or output.fallback,
         statistics=output.statistics,
     )
 
