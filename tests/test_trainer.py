@@ -122,3 +122,53 @@ def test_trainer_label_smoothing_is_warned_about(toy_tokenizer, toy_data, tmp_pa
     finally:
         hf_logging.disable_propagation()
     assert "label_smoothing_factor" in caplog.text
+
+
+def test_what_the_package_calls_is_not_deprecated(toy_tokenizer, toy_data, tmp_path, caplog):
+    """transformers deprecates mostly through `logger.warning_once`, which pytest does not show: 5.24 renamed
+    `past_key_values` to `cache` with a warning before the old name broke training. One pass over what the package
+    uses (Trainer training and generate-based evaluation, greedy and beam generate with per-step outputs, save and
+    Auto loading of model, tokenizer and lexicon) must log no deprecation and raise no Deprecation/FutureWarning from
+    the Hugging Face libraries or our code."""
+    import logging
+    import warnings
+
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from lexical_hf import Lexicon, learn_lexicon
+
+    tok = toy_tokenizer
+    data = _toy_dataset(tok, toy_data, 8)
+    model = small_model(tok, lexical_mode="lexical")
+    lexicon = learn_lexicon(tuple(map(list, zip(*toy_data))), method="simple")
+    model.set_lexicon(lexicon, tok)
+    args = Seq2SeqTrainingArguments(output_dir=str(tmp_path / "run"), per_device_train_batch_size=4, max_steps=2,
+                                    eval_strategy="steps", eval_steps=2, save_strategy="no", report_to="none",
+                                    use_cpu=True, disable_tqdm=True, predict_with_generate=True,
+                                    train_sampling_strategy="group_by_length")
+    logging.Logger.warning_once.cache_clear()  # messages logged once by earlier tests would not be logged again
+    hf_logging.enable_propagation()
+    try:
+        with caplog.at_level("WARNING"), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=data, eval_dataset=data,
+                                     data_collator=DataCollatorForSeq2Seq(tok, model=model), processing_class=tok)
+            trainer.train()
+            trainer.predict(data, max_new_tokens=5)
+            batch = tok(["dax lug", "lug"], padding=True, return_tensors="pt")
+            for beams in (1, 2):
+                model.generate(**batch, num_beams=beams, max_new_tokens=4, return_dict_in_generate=True,
+                               output_attentions=True, output_hidden_states=True, output_scores=True)
+            model.save_pretrained(tmp_path / "saved")
+            tok.save_pretrained(tmp_path / "saved")
+            AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "saved")
+            AutoTokenizer.from_pretrained(tmp_path / "saved")
+            Lexicon.from_pretrained(tmp_path / "saved")
+    finally:
+        hf_logging.disable_propagation()
+    logged = [r.getMessage() for r in caplog.records if "deprecat" in r.getMessage().lower()]
+    ours = ("transformers", "huggingface_hub", "datasets", "accelerate", "lexical_hf", "tests")
+    raised = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
+              if issubclass(w.category, (DeprecationWarning, FutureWarning)) and any(f"/{p}/" in w.filename for p in ours)]
+    assert not logged and not raised, logged + raised
