@@ -15,6 +15,7 @@ validation exact match is kept (`load_best_model_at_end`); otherwise, and with `
 protocol), the final weights are evaluated. Every Trainer flag (`Seq2SeqTrainingArguments`) works as usual.
 """
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -25,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import time
-import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -605,7 +605,9 @@ def seed_settings(args, lexicon) -> dict:
     """Everything a seed's result depends on besides the seed (data, lexicon, model, training recipe), as JSON values:
     a finished or interrupted seed is reused by --resume_from_checkpoint only when these are unchanged."""
     data_args, lexicon_args, model_args, experiment_args, training_args = args
-    lexicon_json = json.dumps(lexicon.to_dict(), sort_keys=True, default=str) if lexicon is not None else None
+    # the lexicon's content, not its provenance (a dataset fingerprint can differ between two loads of one file)
+    lexicon_json = None if lexicon is None else json.dumps(
+        {key: value for key, value in lexicon.to_dict().items() if key != "provenance"}, sort_keys=True, default=str)
     training_keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
                      "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy", "generation_num_beams")
