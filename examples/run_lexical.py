@@ -503,6 +503,11 @@ def main(argv=None):
         if constants.HF_HUB_OFFLINE:  # say so now, not after hours of training
             raise ValueError("--push_to_hub with HF_HUB_OFFLINE=1: unset HF_HUB_OFFLINE, or train without --push_to_hub "
                              "and upload the folder later")
+    if training_args.world_size > 1:  # a preset's batch is per process, so it grows with the processes
+        parts = (training_args.world_size, training_args.per_device_train_batch_size,
+                 training_args.gradient_accumulation_steps)
+        logger.warning(f"{parts[0]} processes: the effective batch is {parts[0]} × {parts[1]} × {parts[2]} (processes × "
+                       f"per device × accumulation) = {math.prod(parts)}; the presets' recipes assume one process")
     seeds = parse_seeds(experiment_args.seeds)
     output_dir = Path(training_args.output_dir)
     # the code that trains is the checkout as it is now, not as it is when training ends hours later

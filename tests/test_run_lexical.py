@@ -149,6 +149,7 @@ def test_accelerate_launch_two_cpu_processes(tmp_path):
     check_output_folder(tmp_path, [0])
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["world_size"] == 2, result.stdout[-1000:]
+    assert "the effective batch is 2 × 5 × 1" in result.stderr  # the Colors recipe's batch of 5 is per process
 
 
 @pytest.mark.parametrize("sampling", ["random", "group_by_length"])
