@@ -298,7 +298,10 @@ def summarize() -> str:
              "`python benchmarks/reproduce.py --task <task> --row <row> --publish --data_dir ../shared/data` trains",
              "the row's first seed again with the row file's settings and checks its metrics against the row's.",
              "The last check of each folder:",
-             "[`diagnostics/evaluate_published_folders.txt`](diagnostics/evaluate_published_folders.txt).", ""]
+             "[`diagnostics/evaluate_published_folders.txt`](diagnostics/evaluate_published_folders.txt); the three",
+             "Simple folders rebuilt that way on a fresh clone (every metric equal to its row's):",
+             "[`diagnostics/publish_fresh_clone_transformers_5.24.txt`](diagnostics/publish_fresh_clone_transformers_5.24.txt).",
+             ""]
     figures = []
     for task, (_, metric, _) in TASKS.items():
         folder = RESULTS / task_folder(task)
