@@ -342,6 +342,7 @@ def build_model(model_args, lexicon_args, tokenizer, lexicon) -> LexicalSeq2SeqF
         num_layers=model_args.num_layers, bidirectional_encoder=model_args.bidirectional_encoder,
         dropout=model_args.dropout, output_dropout=model_args.output_dropout, lexical_mode=mode,
         train_lexicon=lexicon_args.learn_lexicon, max_decode_length=model_args.max_decode_length,
+        vocabulary_sha256=tokenizer.vocabulary_sha256,
         **{name: getattr(model_args, name) for name in OPTIONAL_MODEL_FIELDS if getattr(model_args, name) is not None},
     )
     model = LexicalSeq2SeqForConditionalGeneration(config)

@@ -9,6 +9,9 @@ ATTENTION_SOURCES = ("cross_attention_mean", "dedicated_head")
 LEXICAL_MODES = ("none", "copy", "lexical")
 GATE_STYLES = ("sigmoid", "copy_token")
 LOSS_NORMALIZATIONS = ("tokens", "sequences")
+# options only the Transformer reads (an LSTM config must leave them at their defaults)
+TRANSFORMER_OPTIONS = ("num_attention_heads", "ffn_size", "norm_first", "position_encoding", "max_position_embeddings",
+                       "relative_attention_max_distance", "attention_source", "attention_dropout")
 
 
 @strict
@@ -71,6 +74,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             ablation). It is then stored as row logits and L = softmax(logits) stays row-stochastic.
         lexicon_info (`dict`, *optional*): a short summary of the lexicon L was built from (learner, number of
             entries, provenance). Metadata only; `lexicon.json` beside the weights holds the entries.
+        vocabulary_sha256 (`str`, *optional*): the fingerprint (`LexicalTokenizer.vocabulary_sha256`) of the
+            tokenizer whose ids index L and the embeddings, recorded by `set_lexicon(lexicon, tokenizer)`. A later
+            `set_lexicon` or `generate_texts` with a tokenizer of other vocabularies is then an error.
         num_attention_heads (`int`, defaults to 4): Transformer only: heads of every self- and cross-attention;
             must divide `hidden_size`.
         ffn_size (`int`, *optional*): Transformer only: inner size of the feed-forward blocks (ReLU). `None` means
@@ -130,6 +136,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     attention_source: str = "cross_attention_mean"
     attention_dropout: float = 0.0
     lexicon_info: dict | None = None
+    vocabulary_sha256: str | None = None
     max_decode_length: int = 128
     pad_token_id: int | None = 0
     bos_token_id: int | None = 1
@@ -158,26 +165,40 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
                 raise ValueError(f"{name} must exceed the 4 special tokens, got {getattr(self, name)}")
         if self.lexicon_temperature < 0:
             raise ValueError(f"lexicon_temperature must be >= 0, got {self.lexicon_temperature}")
+        if self.position_encoding not in POSITION_ENCODINGS:
+            raise ValueError(f"position_encoding must be one of {POSITION_ENCODINGS}, got {self.position_encoding!r}")
+        if self.attention_source not in ATTENTION_SOURCES:
+            raise ValueError(f"attention_source must be one of {ATTENTION_SOURCES}, got {self.attention_source!r}")
         if self.backbone == "transformer":
             lstm_only = [name for name in ("feed_dropout", "combine_decoder_input", "attention_query_bias") if getattr(self, name)]
             if lstm_only:
                 raise ValueError(f"{', '.join(lstm_only)}: LSTM options (the Transformer decoder has no fed-back vector)")
             self._validate_transformer()
+        else:
+            # an option the LSTM ignores is a forgotten backbone="transformer", not a setting to drop silently
+            transformer_only = [name for name in TRANSFORMER_OPTIONS if getattr(self, name) != getattr(type(self), name)]
+            if transformer_only:
+                raise ValueError(
+                    f"{', '.join(transformer_only)}: Transformer options, but backbone={self.backbone!r} (set "
+                    "backbone='transformer', or leave them at their defaults)"
+                )
 
     def _validate_transformer(self):
         if self.num_attention_heads < 1 or self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads ({self.num_attention_heads})"
             )
-        if self.position_encoding not in POSITION_ENCODINGS:
-            raise ValueError(f"position_encoding must be one of {POSITION_ENCODINGS}, got {self.position_encoding!r}")
-        if self.attention_source not in ATTENTION_SOURCES:
-            raise ValueError(f"attention_source must be one of {ATTENTION_SOURCES}, got {self.attention_source!r}")
         if self.ffn_size is not None and self.ffn_size < 1:
             raise ValueError(f"ffn_size must be positive (or None for 4 × hidden_size), got {self.ffn_size}")
         for name in ("max_position_embeddings", "relative_attention_max_distance", "num_layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.position_encoding == "learned" and self.max_position_embeddings < self.max_decode_length + 1:
+            # generate() runs to max_decode_length + 1 positions (decoder start included): fail here, not mid-batch
+            raise ValueError(
+                f"max_position_embeddings ({self.max_position_embeddings}) must cover max_decode_length + 1 "
+                f"({self.max_decode_length + 1}) target positions with position_encoding='learned'"
+            )
 
     @property
     def non_generatable_token_ids(self) -> list[int]:

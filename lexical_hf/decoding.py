@@ -17,6 +17,8 @@ def generate_texts(model, tokenizer, sources: Sequence[str], batch_size: int = 6
 
     Sources are batched by length so that little time goes to padding; the model is put in eval mode.
     `generate_kwargs` go to every `generate()` call (e.g. ``max_new_tokens=20``)."""
+    if hasattr(model, "check_tokenizer"):
+        model.check_tokenizer(tokenizer)  # a tokenizer with other ids would decode garbage without an error
     model.eval()
     order = sorted(range(len(sources)), key=lambda k: len(sources[k].split()))
     predictions: list[str | None] = [None] * len(sources)

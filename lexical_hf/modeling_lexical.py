@@ -25,11 +25,10 @@ from .backbones.lstm import LexicalEncoderOutput, LSTMDecoderCache, LSTMEncoderD
 from .backbones.transformer import TransformerDecoderCache, TransformerEncoderDecoder
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .head import LexicalTranslationHead
-from .lexicon.lexicon import ABSTAIN_TARGET
+from .lexicon.lexicon import LEXICON_FILE, Lexicon
 
 logger = logging.get_logger(__name__)
 
-LEXICON_FILE = "lexicon.json"
 BACKBONES = {"lstm": LSTMEncoderDecoder, "transformer": TransformerEncoderDecoder}
 
 
@@ -326,36 +325,65 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         Args:
             lexicon: a `lexical_hf.Lexicon` (then `tokenizer` is required and L = `lexicon.to_matrix(tokenizer)`,
                 with the temperature recorded in the lexicon) or a (|V_x|, |V_y|) row-stochastic tensor.
-            tokenizer: the `LexicalTokenizer` whose vocabularies index L.
+            tokenizer: the `LexicalTokenizer` whose vocabularies index L. Its fingerprint is recorded
+                (``config.vocabulary_sha256``); a tokenizer with other vocabularies is refused from then on
+                (`check_tokenizer`).
 
         Rows that abstain (inputs without entries under the ``"mutual_exclusivity_or_abstain"`` fallback, and the
         source ``<s>`` of a ``source_bos`` tokenizer) put their mass on ``<unk>``; ``<unk>`` is then added to
-        ``generation_config.suppress_tokens`` so that it is never generated.
+        ``generation_config.suppress_tokens`` so that it is never generated, and removed again when a lexicon
+        without abstaining rows (or a tensor) replaces it. For a tensor, ``config.lexicon_info`` is
+        ``{"source": "matrix"}``, ``config.lexicon_temperature`` is 0 (unknown) and ``model.lexicon`` is None.
         """
         if isinstance(lexicon, torch.Tensor):
             self.lexical_head.set_lexicon(lexicon)
+            self._suppress_unk(False)
             self.config.lexicon_info = {"source": "matrix"}
+            self.config.lexicon_temperature = 0.0
             self.lexicon = None
             return
         if tokenizer is None:
             raise ValueError("set_lexicon(Lexicon, tokenizer): the tokenizer is needed to index the lexicon")
-        if (tokenizer.source_vocab_size, tokenizer.target_vocab_size) != (
-            self.config.source_vocab_size,
-            self.config.target_vocab_size,
-        ):
-            raise ValueError(
-                f"tokenizer vocabularies ({tokenizer.source_vocab_size}, {tokenizer.target_vocab_size}) do not match the "
-                f"model's ({self.config.source_vocab_size}, {self.config.target_vocab_size})"
-            )
+        self.check_tokenizer(tokenizer)
         self.lexical_head.set_lexicon(lexicon.to_matrix(tokenizer))
-        if lexicon.fallback == "mutual_exclusivity_or_abstain" or getattr(tokenizer, "source_bos", False):
-            # abstaining rows (the fallback's, and the source <s>'s) send their mass to <unk>: it must never be
-            # generated (the paper's code masks it too)
-            unk_id = tokenizer.target_vocab[ABSTAIN_TARGET]
-            self.generation_config.suppress_tokens = sorted({*(self.generation_config.suppress_tokens or []), unk_id})
-        self.config.lexicon_info = lexicon.config_summary()
+        # abstaining rows (the fallback's, and the source <s>'s) send their mass to <unk>: it must never be generated
+        # (the paper's code masks it too)
+        abstains = lexicon.fallback == "mutual_exclusivity_or_abstain" or bool(getattr(tokenizer, "source_bos", False))
+        self._suppress_unk(abstains)
+        self.config.lexicon_info = {**lexicon.config_summary(), "abstains": abstains}
         self.config.lexicon_temperature = float(self.config.lexicon_info.get("temperature", 0.0) or 0.0)
+        self.config.vocabulary_sha256 = tokenizer.vocabulary_sha256
         self.lexicon = lexicon
+
+    def _suppress_unk(self, abstains: bool) -> None:
+        """Keep ``<unk>`` in ``generation_config.suppress_tokens`` exactly while L has abstaining rows."""
+        unk_id = self.config.unk_token_id
+        suppressed = set(self.generation_config.suppress_tokens or [])
+        if abstains:
+            suppressed.add(unk_id)
+        elif (self.config.lexicon_info or {}).get("abstains"):  # only undo what an earlier set_lexicon did
+            suppressed.discard(unk_id)
+        self.generation_config.suppress_tokens = sorted(suppressed) or None
+
+    def check_tokenizer(self, tokenizer) -> None:
+        """Raise `ValueError` unless `tokenizer`'s ids are the ones this model was built with: the config's
+        vocabulary sizes, and the recorded fingerprint ``config.vocabulary_sha256`` when there is one. A tokenizer
+        rebuilt from other data can have the same sizes and other ids, which would silently permute L and the
+        embeddings."""
+        sizes = (tokenizer.source_vocab_size, tokenizer.target_vocab_size)
+        if sizes != (self.config.source_vocab_size, self.config.target_vocab_size):
+            raise ValueError(
+                f"tokenizer vocabularies {sizes} do not match the model's "
+                f"({self.config.source_vocab_size}, {self.config.target_vocab_size})"
+            )
+        recorded = self.config.vocabulary_sha256
+        fingerprint = getattr(tokenizer, "vocabulary_sha256", None)
+        if recorded is not None and fingerprint is not None and fingerprint != recorded:
+            raise ValueError(
+                "this tokenizer's vocabularies differ from the ones the model was built with (same sizes, other "
+                f"tokens or ids: fingerprint {fingerprint[:12]} against the model's {recorded[:12]}); load the "
+                "tokenizer saved with the model (AutoTokenizer.from_pretrained(<the model's folder>))"
+            )
 
     def save_pretrained(self, save_directory, *args, push_to_hub: bool = False, **kwargs):
         """Save weights, config and generation config, plus `lexicon.json` when the model carries a `Lexicon`.
@@ -374,6 +402,9 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
                 self.lexicon.save_pretrained(staging)
             for name in sorted(os.listdir(staging)):
                 os.replace(os.path.join(staging, name), os.path.join(save_directory, name))
+        stale_lexicon = os.path.join(save_directory, LEXICON_FILE)
+        if self.lexicon is None and os.path.isfile(stale_lexicon):
+            os.remove(stale_lexicon)  # an earlier save's lexicon.json would describe another L than these weights
         if push_to_hub:
             repo_id = hub_kwargs.pop("repo_id", os.path.basename(os.path.abspath(save_directory)))
             self.push_to_hub(repo_id, **hub_kwargs)
@@ -408,10 +439,24 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             raise ValueError(f"checkpoint {pretrained_model_name_or_path!r} does not match the model: {problems}")
         lexicon_path = _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs)
         if lexicon_path is not None:
-            from .lexicon import Lexicon  # the weights already hold L; this is the readable artifact beside them
-
-            model.lexicon = Lexicon.from_pretrained(os.path.dirname(lexicon_path))
+            model.lexicon = _lexicon_describing(model.config, lexicon_path)
         return (model, info) if wants_info else model
+
+
+def _lexicon_describing(config: LexicalSeq2SeqConfig, lexicon_path: str):
+    """The `Lexicon` in `lexicon_path` when it is the one L was built from, else None (with a warning): the weights
+    hold L, the file is its readable description. A file that is not a lexicon is an error (a damaged checkpoint)."""
+    lexicon = Lexicon.from_pretrained(lexicon_path)
+    info = config.lexicon_info or {}
+    recorded = info.get("content_sha256")
+    if info.get("source") == "matrix" or (recorded is not None and recorded != lexicon.content_sha256()):
+        logger.warning(
+            f"{lexicon_path} does not describe the L in these weights (they were set from "
+            f"{'a tensor' if info.get('source') == 'matrix' else 'another lexicon'}): it is not attached "
+            "(model.lexicon is None); the model uses L as saved in its weights"
+        )
+        return None
+    return lexicon
 
 
 def _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs) -> str | None:

@@ -18,6 +18,7 @@ Words outside a vocabulary become ``<unk>``; they are counted in ``unknown_token
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -163,6 +164,16 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
     @property
     def target_vocab_size(self) -> int:
         return self._target.get_vocab_size(with_added_tokens=True)
+
+    @property
+    def vocabulary_sha256(self) -> str:
+        """A fingerprint of the two vocabularies (every token string at its id, source then target).
+
+        A model whose L was indexed by this tokenizer records it (``config.vocabulary_sha256``), so that a tokenizer
+        with the same sizes but other ids (e.g. rebuilt from other data) is caught instead of silently permuting L
+        and the embeddings."""
+        sides = [sorted(vocab.items(), key=lambda item: item[1]) for vocab in (self.source_vocab, self.target_vocab)]
+        return hashlib.sha256(json.dumps(sides, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     @property
     def non_generatable_target_ids(self) -> list[int]:

@@ -3,6 +3,7 @@
 import json
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,7 +209,7 @@ def test_to_matrix_with_the_real_tokenizer_is_accepted_by_the_model_head():
     model = LexicalSeq2SeqForConditionalGeneration(config)
     model.set_lexicon(lexicon, tokenizer)
     assert torch.equal(model.lexical_head.lexicon_matrix(), matrix)
-    assert json.loads(json.dumps(model.config.lexicon_info)) == lexicon.config_summary()
+    assert json.loads(json.dumps(model.config.lexicon_info)) == {**lexicon.config_summary(), "abstains": False}
 
 
 def test_model_saved_with_a_lexicon_writes_lexicon_json(tmp_path):
@@ -294,6 +295,57 @@ def test_from_pretrained_errors(tmp_path):
     (tmp_path / LEXICON_FILE).write_text('{"entries": {}, "format": "something.else"}')
     with pytest.raises(ValueError, match="unsupported lexicon format"):
         Lexicon.from_pretrained(tmp_path)
+
+
+def test_a_file_that_is_not_a_lexicon_is_a_clear_error_naming_it(tmp_path):
+    cases = {
+        "truncated": ('{"format": "lexical_hf.lexicon", "entries": {"dax', OSError, "not a readable lexicon file"),
+        "empty_file": ("", OSError, "not a readable lexicon file"),
+        "a_list": ("[1, 2]", ValueError, "expected a JSON object, got a list"),
+        "empty_object": ("{}", ValueError, "non-empty"),
+        "entries_list": ('{"entries": []}', ValueError, "'entries' must be a mapping"),
+    }
+    for name, (text, error, message) in cases.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / LEXICON_FILE).write_text(text)
+        with pytest.raises(error, match=message) as raised:
+            Lexicon.from_pretrained(tmp_path / name)
+        assert str(tmp_path / name / LEXICON_FILE) in str(raised.value), name
+    (tmp_path / "binary" / LEXICON_FILE).parent.mkdir()
+    (tmp_path / "binary" / LEXICON_FILE).write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(OSError, match="not a readable lexicon file"):
+        Lexicon.from_pretrained(tmp_path / "binary")
+
+
+def test_a_missing_local_lexicon_says_so_when_the_hub_cannot_help(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(OSError) as raised:
+        Lexicon.from_pretrained("my_lexicon_typo", cache_dir=tmp_path / "cache")
+    assert "no lexicon at 'my_lexicon_typo': it is not a local folder or file either" in raised.value.__notes__[0]
+
+
+def test_save_pretrained_replaces_lexicon_json_atomically(tmp_path, monkeypatch):
+    first = Lexicon({"dax": {"RED": 1}})
+    second = Lexicon({"dax": {"BLUE": 1}})
+    first.save_pretrained(tmp_path)
+    real_write_text = Path.write_text
+
+    def interrupted_write(self, text, *args, **kwargs):  # the disk fills up half-way through the file
+        real_write_text(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", interrupted_write)
+    with pytest.raises(OSError, match="No space left"):
+        second.save_pretrained(tmp_path)
+    monkeypatch.undo()
+    assert Lexicon.from_pretrained(tmp_path) == first  # the saved lexicon survives a failed save
+    second.save_pretrained(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [LEXICON_FILE]  # no staging file left behind
+    assert Lexicon.from_pretrained(tmp_path) == second
 
 
 def test_invalid_entries_and_temperature_are_rejected():
@@ -427,6 +479,8 @@ def test_cli_compares_methods_and_reports_errors(tmp_path, capsys):
     assert "known methods: simple, pmi, ibm2, bayesian, identity, uniform" in capsys.readouterr().err
     assert main(["lexicon", "--data-file", str(data_file), "--param", "epsilon=2", "--param", "bogus=1"]) == 2
     assert "does not take ['bogus']" in capsys.readouterr().err
+    assert main(["lexicon", "--data-file", str(data_file), "--param", "epsilon=abc"]) == 2
+    assert "learner 'simple': epsilon must be a number (default 3), got 'abc'" in capsys.readouterr().err
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
     assert main(["lexicon", "--data-file", str(empty)]) == 2

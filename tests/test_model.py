@@ -512,3 +512,85 @@ def test_generate_texts_keeps_the_order_of_sources_and_matches_one_at_a_time(toy
     batched = generate_texts(model, toy_tokenizer, sources, batch_size=2)
     assert batched == [generate_texts(model, toy_tokenizer, [source])[0] for source in sources]
     assert len(set(batched)) > 1  # the sources decode differently, so a reordering would show
+
+
+def _permuted_tokenizer(tokenizer):
+    """The same words at other ids (two source words swapped): what a tokenizer rebuilt from other data can be."""
+    source = dict(tokenizer.source_vocab)
+    source["dax"], source["lug"] = source["lug"], source["dax"]
+    return lexical_hf.LexicalTokenizer(source_vocab=source, target_vocab=dict(tokenizer.target_vocab))
+
+
+def test_a_tokenizer_with_the_same_sizes_but_other_ids_is_refused(toy_tokenizer, toy_data, tmp_path):
+    """Sizes alone cannot tell a rebuilt tokenizer from the model's: L and the embeddings would be silently
+    permuted (the model would read `dax` as `lug`). The fingerprint recorded by set_lexicon catches it."""
+    from lexical_hf.decoding import generate_texts
+
+    permuted = _permuted_tokenizer(toy_tokenizer)
+    assert (permuted.source_vocab_size, permuted.target_vocab_size) == (toy_tokenizer.source_vocab_size,
+                                                                        toy_tokenizer.target_vocab_size)
+    lexicon = lexical_hf.learn_lexicon(tuple(zip(*toy_data)), method="simple")
+    model = lexical_model(toy_tokenizer)
+    model.set_lexicon(lexicon, toy_tokenizer)
+    assert model.config.vocabulary_sha256 == toy_tokenizer.vocabulary_sha256 != permuted.vocabulary_sha256
+    with pytest.raises(ValueError, match="differ from the ones the model was built with"):
+        model.set_lexicon(lexicon, permuted)
+    with pytest.raises(ValueError, match="differ from the ones the model was built with"):
+        generate_texts(model, permuted, ["dax"], max_new_tokens=3)
+    model.save_pretrained(tmp_path)
+    reloaded = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
+    assert generate_texts(reloaded, toy_tokenizer, ["dax lug"], max_new_tokens=3) == generate_texts(
+        model, toy_tokenizer, ["dax lug"], max_new_tokens=3)
+    with pytest.raises(ValueError, match="differ from the ones the model was built with"):
+        generate_texts(reloaded, permuted, ["dax"], max_new_tokens=3)
+    model.set_lexicon(model.lexical_head.uniform_lexicon())  # a bare matrix keeps the ids: the fingerprint stays
+    assert model.config.vocabulary_sha256 == toy_tokenizer.vocabulary_sha256
+
+
+def test_lexicon_json_beside_the_weights_always_describes_them(toy_tokenizer, toy_data, tmp_path):
+    from transformers.testing_utils import CaptureLogger
+
+    from lexical_hf.modeling_lexical import logger as modeling_logger
+
+    simple = lexical_hf.learn_lexicon(tuple(zip(*toy_data)), method="simple")
+    model = lexical_model(toy_tokenizer)
+    model.set_lexicon(simple, toy_tokenizer)
+    model.save_pretrained(tmp_path / "a")
+    assert (tmp_path / "a" / "lexicon.json").is_file()
+    assert LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "a").lexicon == simple
+    # L replaced by a matrix, saved over the same folder: the old lexicon.json would describe another L
+    model.set_lexicon(model.lexical_head.uniform_lexicon())
+    model.save_pretrained(tmp_path / "a")
+    assert not (tmp_path / "a" / "lexicon.json").exists()
+    assert LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "a").lexicon is None
+    # a lexicon.json that is not the one L was built from (copied in, or left by an older version) is not attached
+    other = lexical_hf.Lexicon({"dax": {"BLUE": 1}, "lug": {"RED": 1}})
+    assert other.content_sha256() != simple.content_sha256()
+    model.set_lexicon(simple, toy_tokenizer)
+    model.save_pretrained(tmp_path / "b")
+    other.save_pretrained(tmp_path / "b")
+    with CaptureLogger(modeling_logger) as captured:
+        reloaded = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "b")
+    assert reloaded.lexicon is None
+    assert "does not describe the L in these weights" in captured.out
+    torch.testing.assert_close(reloaded.lexical_head.lexicon_matrix(), model.lexical_head.lexicon_matrix())
+    # a lexicon.json that is not JSON is a damaged checkpoint: an error naming the file, not a bare parser error
+    (tmp_path / "b" / "lexicon.json").write_text('{"format": "lexical_hf.lexicon", "entries": {"dax')
+    with pytest.raises(OSError, match=r"lexicon\.json is not a readable lexicon file"):
+        LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "b")
+
+
+def test_a_matrix_replacing_an_abstaining_lexicon_clears_what_that_lexicon_set(toy_tokenizer):
+    abstaining = lexical_hf.Lexicon({"dax": {"RED": 1}}, fallback="mutual_exclusivity_or_abstain", temperature=0.5)
+    model = lexical_model(toy_tokenizer)
+    unk = toy_tokenizer.unk_token_id
+    model.generation_config.suppress_tokens = [toy_tokenizer.target_vocab["RED"]]  # the user's own choice stays
+    model.set_lexicon(abstaining, toy_tokenizer)
+    assert model.generation_config.suppress_tokens == sorted([unk, toy_tokenizer.target_vocab["RED"]])
+    assert model.config.lexicon_temperature == 0.5
+    model.set_lexicon(model.lexical_head.uniform_lexicon())
+    assert model.generation_config.suppress_tokens == [toy_tokenizer.target_vocab["RED"]]
+    assert model.config.lexicon_temperature == 0.0 and model.config.lexicon_info == {"source": "matrix"}
+    model.set_lexicon(abstaining, toy_tokenizer)
+    model.set_lexicon(lexical_hf.Lexicon({"dax": {"RED": 1}}), toy_tokenizer)  # no abstaining rows either
+    assert model.generation_config.suppress_tokens == [toy_tokenizer.target_vocab["RED"]]

@@ -295,10 +295,30 @@ def test_config_rejects_bad_transformer_settings(overrides, message):
         LexicalSeq2SeqConfig(backbone="lstm", **overrides)
 
 
+@pytest.mark.parametrize("overrides", [
+    dict(position_encoding="relative"), dict(num_attention_heads=8), dict(ffn_size=256), dict(norm_first=False),
+    dict(max_position_embeddings=1024), dict(relative_attention_max_distance=8),
+    dict(attention_source="dedicated_head"), dict(attention_dropout=0.1),
+])
+def test_transformer_options_on_the_lstm_are_an_error_not_ignored(overrides):
+    """A Transformer option with backbone="lstm" is a forgotten backbone="transformer": the LSTM would build without
+    it and say nothing."""
+    (name,) = overrides
+    with pytest.raises(StrictDataclassClassValidationError, match=f"{name}: Transformer options, but backbone='lstm'"):
+        LexicalSeq2SeqConfig(**overrides)
+    LexicalSeq2SeqConfig(backbone="transformer", hidden_size=64, **overrides)  # where they belong
+    with pytest.raises(StrictDataclassClassValidationError, match="position_encoding must be one of"):
+        LexicalSeq2SeqConfig(position_encoding="rotary")  # a bad value is bad on either backbone
+
+
 def test_learned_positions_past_the_table_are_a_clear_error(toy_tokenizer):
-    model = small_model(toy_tokenizer, **TRANSFORMER, position_encoding="learned", max_position_embeddings=4)
-    with pytest.raises(ValueError, match="max_position_embeddings"):
+    model = small_model(toy_tokenizer, **TRANSFORMER, position_encoding="learned", max_position_embeddings=4,
+                        max_decode_length=3)
+    with pytest.raises(ValueError, match="max_position_embeddings"):  # a source longer than the table
         model(input_ids=torch.tensor([[5, 6, 7, 8, 2]]), decoder_input_ids=torch.tensor([[1, 5]]))
+    # a table too short for the decoding limit fails when the config is built, not in the middle of generate()
+    with pytest.raises(StrictDataclassClassValidationError, match=r"max_position_embeddings \(4\) must cover max_decode_length \+ 1 \(129\)"):
+        small_model(toy_tokenizer, **TRANSFORMER, position_encoding="learned", max_position_embeddings=4)
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS[:3])

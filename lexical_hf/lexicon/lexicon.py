@@ -38,6 +38,7 @@ every entry is dropped (a lexicon learned for another tokenizer) `to_matrix` rai
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -413,6 +414,7 @@ class Lexicon:
             "fallback": self.fallback,
             "lexical_hf_version": self.provenance.get("lexical_hf_version") or _package_version(),
             "provenance": {k: v for k, v in provenance.items() if v is not None},
+            "content_sha256": self.content_sha256(),
         }
 
     def metadata(self) -> dict[str, Any]:
@@ -428,6 +430,14 @@ class Lexicon:
             "statistics": self.statistics,
         }
 
+    def content_sha256(self) -> str:
+        """A fingerprint of what `to_matrix` makes of this lexicon: entries, tie-breaks, temperature and fallback (not
+        the method's name, hyperparameters or provenance). A model records it in ``config.lexicon_info`` when L is
+        built, so that a ``lexicon.json`` that does not describe the weights beside it is recognised."""
+        content = {"entries": self.entries, "tie_breaks": self.tie_breaks, "temperature": self.temperature,
+                   "fallback": self.fallback}
+        return hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.metadata(),
@@ -438,10 +448,15 @@ class Lexicon:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Lexicon":
         """Inverse of `to_dict`. A plain ``{v: {w: score}}`` mapping (the paper code's format) is also accepted."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"not a lexicon: expected a JSON object, got a {type(data).__name__}")
         if "entries" not in data:
-            if all(isinstance(v, Mapping) for v in data.values()):
+            if data and all(isinstance(v, Mapping) for v in data.values()):
                 return cls(data, method="external")
-            raise ValueError("not a lexicon: expected an 'entries' key or a {input: {output: score}} mapping")
+            raise ValueError("not a lexicon: expected an 'entries' key or a non-empty {input: {output: score}} mapping")
+        if not isinstance(data["entries"], Mapping):
+            raise ValueError(f"not a lexicon: 'entries' must be a mapping input -> {{output: score}}, got a "
+                             f"{type(data['entries']).__name__}")
         if data.get("format", FORMAT_NAME) != FORMAT_NAME or int(data.get("format_version", 1)) > FORMAT_VERSION:
             raise ValueError(f"unsupported lexicon format {data.get('format')!r} version {data.get('format_version')}")
         return cls(
@@ -483,7 +498,13 @@ class Lexicon:
             raise ValueError(f"save_pretrained expects a directory, {directory} is a file")
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / LEXICON_FILE
-        path.write_text(self.to_json_string(), encoding="utf-8")
+        # written beside the target and moved over it: an interrupted save never leaves a truncated lexicon.json
+        staging = directory / f".{LEXICON_FILE}.{os.getpid()}.tmp"
+        try:
+            staging.write_text(self.to_json_string(), encoding="utf-8")
+            os.replace(staging, path)
+        finally:
+            staging.unlink(missing_ok=True)
         if push:
             repo_id = kwargs.pop("repo_id", None) or directory.name
             self.push_to_hub(repo_id, **kwargs)
@@ -511,20 +532,41 @@ class Lexicon:
             if Path(name).is_absolute() or name.startswith(".") or name.count("/") > 1 or Path(name).exists():
                 raise FileNotFoundError(f"no lexicon at {path} (neither a folder with {LEXICON_FILE} nor a file)")
             from huggingface_hub import hf_hub_download
+            from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-            path = Path(
-                hf_hub_download(
-                    repo_id=name,
-                    filename=LEXICON_FILE,
-                    subfolder=subfolder,
-                    revision=revision,
-                    token=token,
-                    cache_dir=cache_dir,
-                    local_files_only=local_files_only,
+            try:
+                path = Path(
+                    hf_hub_download(
+                        repo_id=name,
+                        filename=LEXICON_FILE,
+                        subfolder=subfolder,
+                        revision=revision,
+                        token=token,
+                        cache_dir=cache_dir,
+                        local_files_only=local_files_only,
+                    )
                 )
-            )
-        with open(path, encoding="utf-8") as handle:
-            return cls.from_dict(json.load(handle))
+            except (LocalEntryNotFoundError, HfHubHTTPError) as error:
+                # keep the Hub's error type (callers tell a missing repository from a missing file by it), and say
+                # that a local path was looked for too: a typo in a folder name ends up here
+                error.add_note(f"no lexicon at {name!r}: it is not a local folder or file either (relative to "
+                               f"{os.getcwd()})")
+                raise
+        return cls._read_file(path)
+
+    @classmethod
+    def _read_file(cls, path: Path) -> "Lexicon":
+        """`from_dict` of a lexicon.json. A file that is not JSON (truncated, binary) is an `OSError`, as corrupt
+        weights are; JSON that is not a lexicon keeps `from_dict`'s error type. Both name the file."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise OSError(f"{path} is not a readable lexicon file (corrupt or truncated JSON: {error})") from error
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{path}: {error}") from error
 
     def push_to_hub(
         self,

@@ -55,6 +55,15 @@ class LearnerSpec:
         if unknown:
             accepted = ", ".join(f"{k}={v!r}" for k, v in defaults.items() if k != "seed") or "no hyperparameters"
             raise TypeError(f"learner {self.name!r} does not take {unknown}; it takes: {accepted}")
+        for name, value in overrides.items():
+            default = defaults[name]
+            # a hyperparameter whose default is a number or a flag takes one (e.g. a mistyped --param epsilon=abc)
+            if isinstance(default, bool) and not isinstance(value, bool):
+                raise TypeError(f"learner {self.name!r}: {name} must be true or false (default {default!r}), got {value!r}")
+            if isinstance(default, (int, float)) and not isinstance(default, bool) and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise TypeError(f"learner {self.name!r}: {name} must be a number (default {default!r}), got {value!r}")
         return {**defaults, **overrides}
 
 
