@@ -190,6 +190,22 @@ class EngCmn(LexicalBenchmarkBuilder):
         return ("train", "validation", "test"), ("train", "validation", "test")
 
     @classmethod
+    def cache_key_extras(cls, config_name):
+        """The raw recipe's output depends on the tokenizers' versions (and jieba's dictionary, which ships with
+        it): a new version builds again instead of serving sentences tokenized by the old one."""
+        if config_name != "raw":
+            return {}
+        from importlib.metadata import PackageNotFoundError, version
+
+        versions = {}
+        for package in ("sacremoses", "jieba"):
+            try:
+                versions[package] = version(package)
+            except PackageNotFoundError:
+                versions[package] = "not installed"  # the build itself then says how to install it
+        return versions
+
+    @classmethod
     def raw_files_for(cls, config_name, splits):
         if config_name == "raw":
             return {"raw": ENG_CMN_FILES["raw"]}

@@ -58,6 +58,9 @@ _CARD_METADATA = {
 }
 
 _FRONT_MATTER_END = "\n---\n"
+# front-matter key recording, per config, a validation split held out of train by this tool (so that the card can
+# say so again when later exports add configs)
+HELD_OUT_KEY = "lexical_hf_held_out"
 
 
 def _read_front_matter(readme: Path) -> dict:
@@ -71,7 +74,8 @@ def _card_text(benchmark: str, metadata: dict, info, configs: dict[str, dict], s
     """The dataset card: YAML metadata, then a human-readable description."""
     front = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True, width=120)
     table = "\n".join(
-        f"| `{config}` | " + ", ".join(f"{split}: {rows:,}" for split, rows in entry["splits"].items()) + " |"
+        f"| `{config}` | " + ", ".join(f"{split}: {rows:,}" for split, rows in entry["splits"].items())
+        + (f" ({entry['held_out']})" if "held_out" in entry else "") + " |"
         for config, entry in configs.items()
     )
     first_config = next(iter(configs))
@@ -159,6 +163,9 @@ def export_benchmark(
             raise ValueError(f"{out_dir} holds another dataset ({previous.get('pretty_name')!r}); use another folder")
         card_configs = {entry["config_name"]: entry for entry in previous.get("configs", [])}
         card_infos = {entry["config_name"]: entry for entry in previous.get("dataset_info", [])}
+        held_out = dict(previous.get(HELD_OUT_KEY) or {})
+    else:
+        held_out = {}
 
     info = None
     sources: set[str] = set()
@@ -188,6 +195,12 @@ def export_benchmark(
                 for split, dataset in dataset_dict.items()
             ],
         }
+        held_out.pop(config, None)
+        if validation_fraction is not None and "validation" in dataset_dict:
+            total = len(dataset_dict["validation"]) + len(dataset_dict["train"])
+            held_out[config] = (f"validation: {len(dataset_dict['validation']):,} of the {total:,} original train "
+                                f"examples (fraction {validation_fraction:g}, seed {seed}), held out by lexical_hf; "
+                                "train is the rest")
         available_splits = builder_cls.splits_of(config)[0]
         read_splits = tuple(split for split in dataset_dict if split in available_splits)
         sources.update(
@@ -202,10 +215,14 @@ def export_benchmark(
             entry["default"] = True
     metadata["configs"] = list(card_configs.values())
     metadata["dataset_info"] = list(card_infos.values())
+    if held_out:
+        metadata[HELD_OUT_KEY] = {name: held_out[name] for name in card_configs if name in held_out}
     summary = {
         name: {"splits": {split["name"]: split["num_examples"] for split in entry["splits"]}}
         for name, entry in card_infos.items()
     }
+    for name, note in held_out.items():
+        summary[name]["held_out"] = note
     readme.write_text(_card_text(benchmark, metadata, info, summary, sorted(sources)), encoding="utf-8")
     return out_dir
 

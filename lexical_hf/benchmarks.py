@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 import datasets
+import pyarrow
 
 # name -> (module, builder class); the modules live in the top-level `dataset_scripts` package
 _BUILDERS = {
@@ -117,6 +118,7 @@ def load_benchmark(
         ValueError: unknown benchmark, config or split, or a raw file that cannot be parsed.
         dataset_scripts.ChecksumMismatchError: a raw file (mirror or download) does not have the pinned bytes.
         dataset_scripts.MissingDataFileError: a raw file is neither in the mirror nor downloadable.
+        OSError: the cached dataset cannot be read (its files were deleted or truncated): ``force_rebuild=True``.
     """
     cls = builder_class(name)
     builder = cls(
@@ -132,16 +134,25 @@ def load_benchmark(
     builder.download_and_prepare(
         download_mode=datasets.DownloadMode.FORCE_REDOWNLOAD if force_rebuild else None,
     )
-    return builder.as_dataset()
+    try:
+        return builder.as_dataset()
+    except (OSError, pyarrow.ArrowInvalid) as error:  # a cached Arrow file deleted or truncated since it was written
+        raise OSError(
+            f"the cached {name!r} dataset in {builder.cache_dir} cannot be read ({type(error).__name__}: {error}); "
+            "load it again with force_rebuild=True to rebuild the cache from the raw files"
+        ) from error
 
 
 def read_pairs_file(path: str | os.PathLike) -> tuple[list[str], list[str]]:
     """Your own parallel data from a text file: one pair per line, ``source<TAB>target`` (further columns, such as
     COGS's category, are ignored) or SCAN's ``IN: … OUT: …``; blank lines are skipped.
 
+    A UTF-8 byte-order mark (as some editors write) is dropped, not read as part of the first word.
+
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a line that is neither form (the message names the file and line).
+        ValueError: a line that is neither form, or whose source or target is empty, or a file without pairs (the
+            message names the file and line).
     """
     from pathlib import Path
 
@@ -149,7 +160,7 @@ def read_pairs_file(path: str | os.PathLike) -> tuple[list[str], list[str]]:
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     sources, targets = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         if not line.strip():
             continue
         if line.startswith("IN: ") and " OUT: " in line:
@@ -159,8 +170,13 @@ def read_pairs_file(path: str | os.PathLike) -> tuple[list[str], list[str]]:
             if len(columns) < 2:
                 raise ValueError(f"{path}:{number}: expected 'source<TAB>target' or 'IN: … OUT: …'")
             source, target = columns[0], columns[1]
+        for side, text in (("source", source), ("target", target)):
+            if not text.strip():
+                raise ValueError(f"{path}:{number}: empty {side} in {line!r}")
         sources.append(source)
         targets.append(target)
+    if not sources:
+        raise ValueError(f"{path}: no pairs in the file")
     return sources, targets
 
 
@@ -170,7 +186,8 @@ def load_pairs_file(path: str | os.PathLike) -> datasets.Dataset:
     :func:`read_pairs_file`.
 
     Raises:
-        ValueError: a JSON file without ``source``/``target`` keys, or with a missing (null) value.
+        ValueError: a JSON file without ``source``/``target`` keys, with a missing (null) or empty value, or without
+            rows.
     """
     path = str(path)
     if not path.endswith((".jsonl", ".json")):
@@ -181,9 +198,14 @@ def load_pairs_file(path: str | os.PathLike) -> datasets.Dataset:
     if missing:
         raise ValueError(f"{path}: missing key(s) {sorted(missing)} (columns: {data.column_names}); need source and target")
     data = data.select_columns(["source", "target"])
+    if len(data) == 0:
+        raise ValueError(f"{path}: no pairs in the file")
     for column in ("source", "target"):
         if None in data[column]:
             raise ValueError(f"{path}: row {data[column].index(None) + 1} has no {column}")
         if data.features[column] != datasets.Value("string"):  # e.g. numbers: the pair is text all the same
             data = data.cast_column(column, datasets.Value("string"))
+        empty = [row for row, text in enumerate(data[column], start=1) if not text.strip()]
+        if empty:
+            raise ValueError(f"{path}: row {empty[0]} has an empty {column}")
     return data

@@ -320,6 +320,11 @@ def test_cogs_gen_accepts_a_stand_in_only_with_a_checksum_override(tmp_path):
     # the `current` config reads its own file, which is absent
     with pytest.raises(MissingDataFileError, match="COGS/gen_current.tsv"):
         load_benchmark("cogs", "current", splits=["gen"], data_dir=mirror, cache_dir=tmp_path, allow_download=False)
+    # an accepted stand-in without examples is a clear error, not datasets' "corresponds to no data"
+    empty = copy_into_mirror(tmp_path / "empty_mirror", "COGS/gen.tsv", b"")
+    with pytest.raises(ValueError, match=r"split\(s\) \['gen'\] have no examples"):
+        load_benchmark("cogs", splits=["gen"], data_dir=tmp_path / "empty_mirror", cache_dir=tmp_path / "cache",
+                       checksum_overrides={"COGS/gen.tsv": sha256_of_file(empty)})
 
 
 def test_changed_raw_file_never_serves_a_stale_cache(tmp_path):
@@ -379,7 +384,7 @@ def local_http_server(tmp_path):
     server.server_close()
 
 
-def test_download_is_verified_before_it_is_cached(tmp_path, local_http_server):
+def test_download_is_verified_before_it_is_cached(tmp_path, local_http_server, monkeypatch):
     served, base_url = local_http_server
     content = synthetic_gen_tsv(6)
     remote = RemoteFile("COGS/gen.tsv", f"{base_url}/gen.tsv", sha256=hashlib.sha256(content).hexdigest())
@@ -395,6 +400,14 @@ def test_download_is_verified_before_it_is_cached(tmp_path, local_http_server):
     assert path.read_bytes() == content and path.parent.name == remote.sha256
     (served / "gen.tsv").unlink()  # a second fetch uses the verified cached copy
     assert fetch_raw_file(remote, mirror_dir=None, download_dir=downloads) == path
+    # reading that copy is not a download: downloads off, or offline, still find it (stock datasets/hub behaviour)
+    assert fetch_raw_file(remote, mirror_dir=None, download_dir=downloads, allow_download=False) == path
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    assert fetch_raw_file(remote, mirror_dir=None, download_dir=downloads) == path
+    path.write_bytes(content[:-1])  # and it is verified again before it is used
+    with pytest.raises(ChecksumMismatchError):
+        fetch_raw_file(remote, mirror_dir=None, download_dir=downloads, allow_download=False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
     with pytest.raises(MissingDataFileError, match="HTTPError"):
         fetch_raw_file(RemoteFile("x.tsv", f"{base_url}/missing.tsv", sha256="0" * 64),
                        mirror_dir=None, download_dir=downloads)
@@ -491,3 +504,29 @@ def test_raw_preprocessing_reproduces_the_paper_files():
     assert english_mismatches == []
     for j in range(0, len(paper_pairs), 240):
         assert segment_chinese(raw_pairs[j][1]) == " ".join(paper_pairs[j][1].split()), j
+
+
+def test_the_raw_eng_cmn_cache_is_keyed_on_the_tokenizer_versions(tmp_path, monkeypatch):
+    """The raw recipe's sentences are what sacremoses and jieba make of them: an upgrade must build again, not serve
+    the old tokenization from the cache."""
+    import importlib.metadata
+
+    from dataset_scripts.eng_cmn import EngCmn
+
+    def cache_key(versions):
+        monkeypatch.setattr(importlib.metadata, "version", lambda package: versions[package])
+        return EngCmn("raw", cache_dir=tmp_path).hash
+
+    before = cache_key({"sacremoses": "0.1.1", "jieba": "0.42.1"})
+    assert cache_key({"sacremoses": "0.1.1", "jieba": "0.42.1"}) == before
+    assert cache_key({"sacremoses": "0.1.1", "jieba": "0.42.2"}) != before
+    assert cache_key({"sacremoses": "0.1.2", "jieba": "0.42.1"}) != before
+
+
+def test_a_damaged_cache_says_how_to_rebuild_it(tmp_path):
+    load_benchmark("colors", cache_dir=tmp_path)
+    (arrow,) = tmp_path.rglob("*test*.arrow")
+    arrow.unlink()
+    with pytest.raises(OSError, match="force_rebuild=True"):
+        load_benchmark("colors", cache_dir=tmp_path)
+    assert sizes(load_benchmark("colors", cache_dir=tmp_path, force_rebuild=True)) == {"train": 14, "test": 10}

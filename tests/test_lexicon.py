@@ -484,7 +484,7 @@ def test_cli_compares_methods_and_reports_errors(tmp_path, capsys):
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
     assert main(["lexicon", "--data-file", str(empty)]) == 2
-    assert "empty training data" in capsys.readouterr().err
+    assert f"{empty}: no pairs in the file" in capsys.readouterr().err
 
 
 def test_cli_loads_benchmarks_through_load_benchmark(tmp_path, capsys, monkeypatch):

@@ -34,6 +34,10 @@ def test_exported_scan_configs_load_with_stock_datasets(tmp_path):
     card = front_matter(out / "README.md")
     assert [entry["config_name"] for entry in card["configs"]] == ["addprim_jump", "template_around_right"]
     assert card["license"] == "bsd-3-clause"
+    # the card says that validation was carved out of train, and how (it is not an upstream split)
+    note = "validation: 146 of the 14,670 original train examples (fraction 0.01, seed 0), held out by lexical_hf"
+    assert card["lexical_hf_held_out"] == {"addprim_jump": note + "; train is the rest"}
+    assert note in (out / "README.md").read_text(encoding="utf-8")
 
     loaded = datasets.load_dataset(str(out), "addprim_jump", cache_dir=str(tmp_path / "hf"))
     expected = load_benchmark("scan", "addprim_jump", cache_dir=tmp_path / "cache", validation_fraction=0.01)

@@ -432,6 +432,17 @@ def test_own_files_are_read_as_pairs_whatever_else_they_hold(tmp_path):
     (tmp_path / "bad.tsv").write_text("a\tA\nno tab here\n")
     with pytest.raises(ValueError, match=r"bad.tsv:2: expected 'source<TAB>target'"):
         load_pairs_file(tmp_path / "bad.tsv")
+    # a byte-order mark (Windows editors) is not part of the first word
+    (tmp_path / "bom.tsv").write_bytes("jump\tI_JUMP\nwalk\tI_WALK\n".encode("utf-8-sig"))
+    assert load_pairs_file(tmp_path / "bom.tsv")["source"] == ["jump", "walk"]
+    # an empty side, or no pairs at all, is a mistake in the file, not a pair to train on
+    for name, text, message in (("nosource.tsv", "a\tA\n\tI_WALK\n", r"nosource.tsv:2: empty source"),
+                                ("notarget.tsv", "run\t\na\tA\n", r"notarget.tsv:1: empty target"),
+                                ("blank.tsv", "\n\n", r"blank.tsv: no pairs"),
+                                ("blank.jsonl", '{"source": "a", "target": " "}\n', r"row 1 has an empty target")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=message):
+            load_pairs_file(tmp_path / name)
 
 
 def test_own_data_without_evaluation_files_trains_and_publishes(tmp_path):
