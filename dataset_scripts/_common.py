@@ -26,8 +26,8 @@ Cache key
 from __future__ import annotations
 
 import hashlib
-import json
 import inspect
+import json
 import os
 import random
 import shutil
