@@ -424,6 +424,14 @@ def test_bayesian_on_colors_ranks_the_primitives_first():
 
 
 # ---------------------------------------------------------------------- errors
+def test_a_list_of_pairs_learns_what_the_two_columns_learn():
+    sources, targets = colors()
+    pairs = list(zip(sources, targets))
+    assert learn_lexicon(pairs, "simple").entries == learn_lexicon((sources, targets), "simple").entries
+    assert learn_lexicon((["dax lug", "lug"], ["RED BLUE", "BLUE"]), "simple").hard_mapping() == {
+        "dax": "RED", "lug": "BLUE"}  # two examples as (sources, targets) lists: unambiguous, as before
+
+
 def test_unknown_method_and_parameters_and_empty_data():
     with pytest.raises(ValueError, match="unknown lexicon learning method 'giza'; known methods: simple, pmi, ibm2"):
         learn_lexicon(colors(), "giza")
@@ -437,6 +445,12 @@ def test_unknown_method_and_parameters_and_empty_data():
         learn_lexicon((["a", "b"], ["X"]), "simple")
     with pytest.raises(ValueError, match="variant"):
         learn_lexicon(colors(), "simple", variant="mine")
+    with pytest.raises(TypeError, match="learner 'simple': epsilon must be a number"):
+        learn_lexicon(colors(), "simple", epsilon="abc")
+    # two (source, target) tuples read exactly like (sources, targets) of two examples: refused, never guessed
+    # (it used to learn sources ("dax", "RED") against targets ("lug", "BLUE"))
+    with pytest.raises(ValueError, match="ambiguous data"):
+        learn_lexicon([("dax", "RED"), ("lug", "BLUE")], "simple")
     datasets = pytest.importorskip("datasets")
     empty = datasets.Dataset.from_dict({"source": [], "target": []})
     with pytest.raises(ValueError, match="empty training data"):

@@ -181,8 +181,9 @@ def learn_lexicon(
 
     Args:
         data: a `datasets.Dataset` (one split, usually train) with whitespace-tokenized text columns (or columns of
-            token lists); a pair ``(sources, targets)`` of sequences of such strings; a mapping with
-            ``source_column`` and ``target_column`` keys; or a `ParallelCorpus`.
+            token lists); a pair ``(sources, targets)`` of sequences of such strings; a list of ``(source, target)``
+            string tuples, as `zip` makes them (two such tuples are ambiguous with a two-example
+            ``(sources, targets)`` of tuples, and an error); a mapping with ``source_column`` and ``target_column`` keys; or a `ParallelCorpus`.
         method: a registered learner, one of `available_methods()`:
             ``simple`` (default), ``pmi``, ``ibm2``, ``bayesian``, ``identity``, ``uniform``.
         source_column / target_column: column names in ``data``.
@@ -270,14 +271,28 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
         if source_column not in data or target_column not in data:
             raise ValueError(f"mapping has no {source_column!r} / {target_column!r} keys (keys: {list(data)})")
         data = (data[source_column], data[target_column])
-    if isinstance(data, Sequence) and not isinstance(data, str) and len(data) == 2:
-        sources, targets = data
-        if not isinstance(sources, str) and not isinstance(targets, str):
-            corpus = ParallelCorpus.from_pairs(sources, targets)
+    if isinstance(data, Sequence) and not isinstance(data, str):
+        # a list of (source, target) string tuples, as from zip(sources, targets)
+        pairs = len(data) > 0 and all(
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(text, str) for text in pair) for pair in data
+        )
+        if pairs and len(data) == 2:  # two pairs, or (sources, targets) of two examples each: both read the same
+            raise ValueError(
+                "ambiguous data: two (source, target) pairs, or (sources, targets) with two examples each? Pass "
+                f"{{{source_column!r}: [...], {target_column!r}: [...]}} instead"
+            )
+        if pairs:
+            sources, targets = zip(*data)
+            corpus = ParallelCorpus.from_pairs(list(sources), list(targets))
             return corpus, {"num_examples": corpus.num_examples}
+        if len(data) == 2:
+            sources, targets = data
+            if not isinstance(sources, str) and not isinstance(targets, str):
+                corpus = ParallelCorpus.from_pairs(sources, targets)
+                return corpus, {"num_examples": corpus.num_examples}
     raise TypeError(
-        "data must be a datasets.Dataset, a (sources, targets) pair of sequences, a mapping with the source and target "
-        f"columns, or a ParallelCorpus; got {type(data).__name__}"
+        "data must be a datasets.Dataset, a (sources, targets) pair of sequences, a list of (source, target) tuples, "
+        f"a mapping with the source and target columns, or a ParallelCorpus; got {type(data).__name__}"
     )
 
 
