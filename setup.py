@@ -29,6 +29,7 @@ setup(
         "transformers>=5.17,<6",  # 5.17 (the GPU image) is the oldest release the suite runs on
         "tokenizers>=0.20",
         "datasets>=4",
+        "pyarrow>=15",  # imported directly (benchmarks.py reads Arrow errors); datasets needs it anyway
         "accelerate>=1.0",
         "huggingface_hub>=1.0",
         "safetensors>=0.4",
