@@ -49,7 +49,7 @@ from lexical_hf.benchmarks import load_pairs_file
 from lexical_hf.cli import parse_learner_params
 from lexical_hf.decoding import generate_texts
 from lexical_hf.lexicon import Lexicon, apply_lexicon, learn_lexicon
-from lexical_hf.lexicon.lexicon import FALLBACKS
+from lexical_hf.lexicon.lexicon import REPLACEABLE_FALLBACKS, replaced_fallback
 from lexical_hf.results import results_markdown, summarize_row
 
 logger = logging.getLogger("run_lexical")
@@ -481,9 +481,8 @@ def main(argv=None):
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO if training_args.should_log else logging.WARNING)
     if lexicon_args.lexicon not in LEXICON_CHOICES:
         raise ValueError(f"--lexicon must be one of {LEXICON_CHOICES}, got {lexicon_args.lexicon!r}")
-    replaceable_fallbacks = [f for f in FALLBACKS if f != "uniform"]  # "uniform" is the uniform learner's own
-    if lexicon_args.lexicon_fallback not in (None, *replaceable_fallbacks):
-        raise ValueError(f"--lexicon_fallback must be one of {replaceable_fallbacks}, got {lexicon_args.lexicon_fallback!r}")
+    if lexicon_args.lexicon_fallback not in (None, *REPLACEABLE_FALLBACKS):
+        raise ValueError(f"--lexicon_fallback must be one of {REPLACEABLE_FALLBACKS}, got {lexicon_args.lexicon_fallback!r}")
     if experiment_args.selection not in ("validation", "final"):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
     if training_args.label_smoothing_factor:
@@ -535,11 +534,9 @@ def main(argv=None):
             if "lexicon_temperature" in given_flags(argv):
                 lexicon = Lexicon.from_dict({**lexicon.to_dict(), "temperature": lexicon_args.lexicon_temperature})
             lexicon_args.lexicon_temperature = lexicon.temperature
-            if lexicon_args.lexicon_fallback not in (None, lexicon.fallback):
-                if lexicon.fallback != "mutual_exclusivity":
-                    raise ValueError(f"--lexicon_fallback: the saved {lexicon.method} lexicon's {lexicon.fallback!r} "
-                                     "fallback is part of its definition and cannot be replaced")
-                lexicon = Lexicon.from_dict({**lexicon.to_dict(), "fallback": lexicon_args.lexicon_fallback})
+            fallback = replaced_fallback(lexicon.fallback, lexicon_args.lexicon_fallback, lexicon.method)
+            if fallback != lexicon.fallback:
+                lexicon = Lexicon.from_dict({**lexicon.to_dict(), "fallback": fallback})
         else:
             lexicon = learn_lexicon(raw["train"], method=method, temperature=lexicon_args.lexicon_temperature,
                                     seed=lexicon_args.lexicon_seed, provenance=provenance,
@@ -611,9 +608,6 @@ def seed_settings(args, lexicon) -> dict:
     """Everything a seed's result depends on besides the seed (data, lexicon, model, training recipe), as JSON values:
     a finished or interrupted seed is reused by --resume_from_checkpoint only when these are unchanged."""
     data_args, lexicon_args, model_args, experiment_args, training_args = args
-    # the lexicon's content, not its provenance (a dataset fingerprint can differ between two loads of one file)
-    lexicon_json = None if lexicon is None else json.dumps(
-        {key: value for key, value in lexicon.to_dict().items() if key != "provenance"}, sort_keys=True, default=str)
     training_keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
                      "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy", "generation_num_beams")
@@ -621,7 +615,8 @@ def seed_settings(args, lexicon) -> dict:
         "data": {key: getattr(data_args, key) for key in ("benchmark", "benchmark_config", "train_file", "validation_file",
                                                           "test_file", "validation_fraction", "max_train_samples",
                                                           "source_bos")},
-        "lexicon": hashlib.sha256(lexicon_json.encode()).hexdigest() if lexicon_json else None,
+        # what L is made of, not the lexicon's provenance (a dataset fingerprint can differ between two loads of a file)
+        "lexicon": None if lexicon is None else lexicon.content_sha256(),
         "model": asdict(model_args),
         "training": {key: getattr(training_args, key, None) for key in training_keys},
         "selection": experiment_args.selection,

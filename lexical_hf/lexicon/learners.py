@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from .corpus import ParallelCorpus
-from .lexicon import Lexicon
+from .lexicon import REPLACEABLE_FALLBACKS, Lexicon, replaced_fallback
 from .registry import LEARNERS, LearnerOutput, available_methods, get_learner, register_learner
 
 TIE_BREAKS = ("cooccurrence", "first_appearance", "string")
@@ -212,18 +212,15 @@ def learn_lexicon(
     """
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
-    if fallback not in (None, "mutual_exclusivity", "mutual_exclusivity_or_abstain"):
-        raise ValueError(f"fallback must be 'mutual_exclusivity' or 'mutual_exclusivity_or_abstain', got {fallback!r}")
+    if fallback not in (None, *REPLACEABLE_FALLBACKS):  # checked before learning, which can take seconds
+        raise ValueError(f"fallback must be one of {REPLACEABLE_FALLBACKS}, got {fallback!r}")
     spec = get_learner(method)
     hyperparameters = spec.resolve(dict(method_kwargs))
     if spec.takes_seed:
         hyperparameters["seed"] = int(seed)
     corpus, found_provenance = _as_corpus(data, source_column, target_column)
     output = spec.function(corpus, **hyperparameters)
-    if fallback not in (None, output.fallback):
-        if output.fallback != "mutual_exclusivity":
-            raise ValueError(f"fallback: the {method} learner's {output.fallback!r} fallback is part of its definition "
-                             "and cannot be replaced")
+    fallback = replaced_fallback(output.fallback, fallback, method)
     from .. import __version__
 
     return Lexicon._from_sorted_entries(
@@ -233,7 +230,7 @@ def learn_lexicon(
         tie_breaks=None if tie_break == "string" else _recorded_tie_breaks(corpus, output, tie_break),
         provenance={**found_provenance, **dict(provenance or {}), "lexical_hf_version": __version__},
         temperature=temperature,
-        fallback=fallback or output.fallback,
+        fallback=fallback,
         statistics=output.statistics,
     )
 

@@ -53,6 +53,7 @@ import torch
 __all__ = [
     "FALLBACKS",
     "LEXICON_FILE",
+    "REPLACEABLE_FALLBACKS",
     "Lexicon",
     "LexiconCoverageWarning",
     "SPECIAL_TOKENS",
@@ -68,6 +69,25 @@ SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 # rows of special source tokens (see the module docstring)
 SPECIAL_SOURCE_TARGET = {PAD: UNK, BOS: UNK, EOS: EOS, UNK: UNK}
 FALLBACKS = ("mutual_exclusivity", "mutual_exclusivity_or_abstain", "uniform")
+# what a user may ask for over a learner's own fallback ("uniform" is the uniform learner's definition, not an option)
+REPLACEABLE_FALLBACKS = ("mutual_exclusivity", "mutual_exclusivity_or_abstain")
+
+
+def replaced_fallback(current: str, requested: str | None, method: str) -> str:
+    """The fallback a lexicon of `method` whose own is `current` gets when `requested` is asked for (None: its own).
+
+    Raises:
+        ValueError: `requested` is not in `REPLACEABLE_FALLBACKS`, or `current` is part of the learner's definition
+            (anything but mutual exclusivity, i.e. the uniform learner's).
+    """
+    if requested is None or requested == current:
+        return current
+    if requested not in REPLACEABLE_FALLBACKS:
+        raise ValueError(f"fallback must be one of {REPLACEABLE_FALLBACKS}, got {requested!r}")
+    if current != "mutual_exclusivity":
+        raise ValueError(f"fallback: the {method} lexicon's {current!r} fallback is part of its definition and cannot "
+                         "be replaced")
+    return requested
 ABSTAIN_TARGET = UNK  # where "mutual_exclusivity_or_abstain" sends rows when every target is claimed
 
 
