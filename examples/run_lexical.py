@@ -296,6 +296,19 @@ def decode(tokenizer, ids) -> list[str]:
     return tokenizer.batch_decode(ids, skip_special_tokens=True)
 
 
+def validation_exact_match(tokenizer, predicted_ids, label_ids) -> float:
+    """Exact match of generated ids against label ids (-100 = ignored), for checkpoint selection.
+
+    A target word outside the target vocabulary is <unk> in the labels, and decoding drops it, so the reference would
+    lose the word and a prediction without it would match. Such a row is never an exact match in the test evaluation
+    (which compares with the target strings); keeping an <unk> in the reference does the same here, since predictions
+    are decoded without special tokens and never contain one."""
+    label_ids = np.asarray(label_ids)
+    unknown = (label_ids == tokenizer.unk_token_id).any(axis=-1)
+    references = [f"{text} <unk>" if flag else text for flag, text in zip(unknown, decode(tokenizer, label_ids))]
+    return evaluation.exact_match(decode(tokenizer, predicted_ids), references)
+
+
 @torch.no_grad()
 def generate_predictions(model, tokenizer, sources: list[str], training_args) -> list[str]:
     """Decode every source with the model's generate(), in the dataset's order.
@@ -445,9 +458,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         # Under DDP the gathered arrays can end with a few repeated examples (even batches); the first
         # len(eval set) rows are all distinct and predictions stay aligned with labels.
         count = len(tokenized["validation"])
-        predictions = decode(tokenizer, prediction.predictions[:count])
-        references = decode(tokenizer, prediction.label_ids[:count])
-        return {"exact_match": evaluation.exact_match(predictions, references)}
+        return {"exact_match": validation_exact_match(tokenizer, prediction.predictions[:count],
+                                                      prediction.label_ids[:count])}
 
     trainer = LexicalSeq2SeqTrainer(
         group_by_target_length=experiment_args.group_by_target_length,

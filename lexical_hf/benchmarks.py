@@ -158,7 +158,8 @@ def read_pairs_file(path: str | os.PathLike) -> tuple[list[str], list[str]]:
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
+        raise FileNotFoundError(f"{path} is a directory, not a file of pairs" if path.is_dir()
+                                else f"no such file: {path}")
     sources, targets = [], []
     for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         if not line.strip():

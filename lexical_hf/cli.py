@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,9 +37,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as error:
+    except (ValueError, TypeError, OSError, ImportError, RuntimeError) as error:
         print(f"lexical-hf {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except Exception:  # a bug, not bad input: show where, but keep status 1 for "evaluate: NOT reproduced"
+        traceback.print_exc()
+        print(f"lexical-hf {args.command}: unexpected error (please report it)", file=sys.stderr)
+        return 2
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"must be a number ≥ 0, got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,7 +116,7 @@ def _add_lexicon_command(subparsers) -> None:
     )
 
     output = command.add_argument_group("output")
-    output.add_argument("--top-k", type=int, default=None, help="print at most K outputs per input")
+    output.add_argument("--top-k", type=_positive_int, default=None, help="print at most K outputs per input")
     output.add_argument("--plot", type=Path, default=None, help="save a heat map of the lexicon(s) (needs matplotlib)")
     output.add_argument("--save", type=Path, default=None, help="save_pretrained the lexicon into this folder")
     output.add_argument("--markdown", type=Path, default=None, help="write a markdown report of the comparison")
@@ -116,8 +136,8 @@ def _add_evaluate_command(subparsers) -> None:
     command.add_argument("folder", help="a folder written by examples/run_lexical.py, or its Hub repo id (org/name)")
     command.add_argument("--revision", default=None, help="with a Hub repo id: branch, tag or commit")
     command.add_argument("--data-dir", default=None, help="mirror of the raw files (default: $LEXICAL_HF_DATA_DIR)")
-    command.add_argument("--batch-size", type=int, default=256, help="sources decoded per generate() call")
-    command.add_argument("--tolerance", type=float, default=1e-9,
+    command.add_argument("--batch-size", type=_positive_int, default=256, help="sources decoded per generate() call")
+    command.add_argument("--tolerance", type=_non_negative_float, default=1e-9,
                          help="largest accepted difference per metric (another device or torch build can change float "
                               "rounding, and with it a few argmaxes)")
     command.add_argument("--device", default=None, help="default: cuda when available, else cpu")
@@ -137,15 +157,28 @@ def _run_evaluate(args) -> int:
     if not folder.exists() and args.folder.count("/") == 1 and not args.folder.startswith((".", "/")):
         from huggingface_hub import snapshot_download
 
-        folder = Path(snapshot_download(args.folder, revision=args.revision))  # a Hub repo id: the published folder
+        try:  # a Hub repo id: the published folder
+            folder = Path(snapshot_download(args.folder, revision=args.revision))
+        except Exception as error:  # the Hub's own error alone hides that a local path was meant, e.g. a typo
+            raise FileNotFoundError(f"{args.folder}: no such local folder, and as a Hub repo id: "
+                                    f"{type(error).__name__}: {error}") from error
     results_path = folder / "results.json"
     if not results_path.is_file():
         raise FileNotFoundError(f"{results_path} not found: evaluate reads a folder written by examples/run_lexical.py")
-    results = json.loads(results_path.read_text())
+    try:
+        results = json.loads(results_path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{results_path} is not valid JSON ({error})") from error
+    if not isinstance(results, dict):
+        raise ValueError(f"{results_path} is not a results object written by examples/run_lexical.py")
     if not results.get("benchmark"):
         raise ValueError(f"{args.folder} was trained on your own files (--train_file): evaluate knows only benchmarks")
-    seed = results["seeds"][0]  # run_lexical.py publishes the first seed's weights
-    recorded = results["per_seed"][str(seed)]
+    seeds, per_seed = results.get("seeds"), results.get("per_seed")
+    if not seeds or not isinstance(per_seed, dict) or str(seeds[0]) not in per_seed:
+        raise ValueError(f"{results_path} records no metrics for its first seed (fields 'seeds' and 'per_seed'): "
+                         "it is incomplete or was not written by examples/run_lexical.py")
+    seed = seeds[0]  # run_lexical.py publishes the first seed's weights
+    recorded = per_seed[str(seed)]
     splits = [split for split, metrics in recorded.items() if isinstance(metrics, dict) and "exact_match" in metrics]
     benchmark = canonical_benchmark_name(results["benchmark"])
     # English–Chinese BLEU pools references over every split, so it needs them all; the others need only their own
@@ -172,6 +205,8 @@ def _run_evaluate(args) -> int:
             if name not in measured or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             difference = abs(measured[name] - value)
+            if math.isnan(difference):  # a NaN metric is never a reproduction (and max() would drop the NaN)
+                difference = math.inf
             worst = max(worst, difference)
             mark = "" if difference <= args.tolerance else "  <-- differs"
             print(f"{split:<8} {name:<32} {value:>12.6f} {measured[name]:>12.6f} {difference:>11.2e}{mark}")
@@ -198,6 +233,9 @@ def parse_learner_params(pairs: Sequence[str]) -> dict:
 def _load_data(args):
     """The training data and its provenance."""
     if args.data_file is not None:
+        if (args.source_column, args.target_column) != ("source", "target") or args.config or args.split != "train":
+            raise ValueError("--config, --split, --source-column and --target-column apply to --dataset; a --data-file "
+                             "is read whole, its first two columns as source and target")
         from .benchmarks import read_pairs_file
 
         sources, targets = read_pairs_file(args.data_file)

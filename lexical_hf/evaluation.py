@@ -25,6 +25,9 @@ IN_DISTRIBUTION_CATEGORY = "in_distribution"
 
 
 def _check_lengths(**named: Sequence) -> None:
+    for name, values in named.items():
+        if isinstance(values, str):  # a string is a sequence too: its characters would be scored as sequences
+            raise TypeError(f"{name} must be a sequence of strings, not one string: wrap it in a list")
     lengths = {name: len(values) for name, values in named.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"inputs must have the same length, got {lengths}")
@@ -80,6 +83,8 @@ def cogs_category_report(
         structural nor ``in_distribution``. A group with no examples has accuracy ``None``.
     """
     _check_lengths(predictions=predictions, references=references, categories=categories)
+    if isinstance(structural, str):
+        raise TypeError(f"structural must be a collection of category names, not one string: pass [{structural!r}]")
     structural = set(structural)
     outcomes: dict[str, list[bool]] = defaultdict(list)
     groups: dict[str, list[bool]] = {"overall": [], "lexical": [], "structural": [], IN_DISTRIBUTION_CATEGORY: []}
@@ -121,6 +126,8 @@ def bleu_sacrebleu(
     from sacrebleu.metrics import BLEU
 
     _check_lengths(predictions=predictions, references=references)
+    if not predictions:
+        raise ValueError("no predictions to score")
     streams = _reference_streams([[r] if isinstance(r, str) else list(r) for r in references])
     metric = BLEU(tokenize=tokenize)
     result = metric.corpus_score(list(predictions), streams)

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from tokenizers import Tokenizer, pre_tokenizers, processors
 from tokenizers.models import WordLevel
-from transformers.tokenization_utils_base import BatchEncoding, PreTrainedTokenizerBase
+from transformers.tokenization_utils_base import BatchEncoding, PreTrainedTokenizerBase, TruncationStrategy
 from transformers.utils import PaddingStrategy, TensorType, logging
 
 logger = logging.get_logger(__name__)
@@ -112,11 +112,22 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
     @staticmethod
     def _load_side(side: str, path: str | None, vocab: dict[str, int] | None, prepend_bos: bool = False) -> Tokenizer:
         if path is not None:
-            tokenizer = Tokenizer.from_file(path)
-            build_word_level_tokenizer(tokenizer.get_vocab(with_added_tokens=True))  # validates the specials
+            try:
+                tokenizer = Tokenizer.from_file(path)
+            except Exception as error:  # tokenizers raises a bare Exception that names neither the file nor the side
+                # (a ValueError: from_pretrained replaces an OSError's message with a generic one)
+                raise ValueError(f"{path}: not a readable {side} tokenizer file ({error}); save the tokenizer again "
+                                 "with save_pretrained") from error
+            try:
+                build_word_level_tokenizer(tokenizer.get_vocab(with_added_tokens=True))  # validates the specials
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from error
             return tokenizer
         if vocab is None:
-            raise ValueError(f"LexicalTokenizer needs a {side} vocabulary: pass {side}_vocab= or {side}_tokenizer_file=")
+            raise ValueError(
+                f"LexicalTokenizer needs a {side} vocabulary: pass {side}_vocab= or {side}_tokenizer_file= (a folder "
+                f"saved with save_pretrained holds {VOCAB_FILES_NAMES[side + '_tokenizer_file']}; is it missing?)"
+            )
         return build_word_level_tokenizer(dict(vocab), prepend_bos=prepend_bos)
 
     @property
@@ -222,11 +233,24 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         return 1
 
     def _convert_token_to_id_with_added_voc(self, token: str) -> int:
+        """Tokens of the active side (source; target inside ``text_target`` encoding) to ids, like the encoding."""
         index = self._active.token_to_id(token)
-        return UNK_ID if index is None else index
+        if index is None:
+            other = self._target if self._active is self._source else self._source
+            if other.token_to_id(token) is not None:
+                # e.g. bad_words_ids=[[tok.convert_tokens_to_ids("I_JUMP")]] would silently ban <unk> instead
+                logger.warning(
+                    f"{token!r} is not in the {self._side_name()} vocabulary, so it maps to <unk> ({UNK_ID}); it is a "
+                    f"{'target' if other is self._target else 'source'} token: look its id up in "
+                    f"tokenizer.{'target' if other is self._target else 'source'}_vocab"
+                )
+            return UNK_ID
+        return index
 
     def convert_ids_to_tokens(self, ids, skip_special_tokens: bool = False):
-        """Target ids to target tokens (what the model generates)."""
+        """Target ids to target tokens (what the model generates), like ``decode``; source ids go through
+        ``decode_source``. (``convert_tokens_to_ids`` reads the source side, as encoding does: the two are inverses
+        only on target tokens inside ``text_target`` encoding, as with Marian's separate vocabularies.)"""
         if isinstance(ids, int):
             return self._target.id_to_token(ids)
         return [
@@ -254,6 +278,10 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
     ) -> BatchEncoding:
         if text_pair is not None:
             raise ValueError("LexicalTokenizer encodes single sequences only; pass the target as text_target=")
+        unsupported = [name for name in ("return_offsets_mapping", "return_overflowing_tokens",
+                                         "return_special_tokens_mask") if kwargs.get(name)]
+        if unsupported:
+            raise NotImplementedError(f"LexicalTokenizer does not return {', '.join(unsupported)}")
         batched = not isinstance(text, str) and not (is_split_into_words and text and isinstance(text[0], str))
         texts = list(text) if batched else [text]
         texts = [" ".join(t) if not isinstance(t, str) else t for t in texts]
@@ -262,9 +290,10 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         input_ids = [encoding.ids for encoding in encodings]
         self._report_unknown_words(texts, encodings)
 
-        if truncation_strategy is not None and str(truncation_strategy) != "do_not_truncate" and max_length:
-            # keep the final </s>: a truncated target must still teach the model to stop
-            input_ids = [ids if len(ids) <= max_length else ids[: max_length - 1] + [ids[-1]] for ids in input_ids]
+        truncate = truncation_strategy is not None and (
+            TruncationStrategy(truncation_strategy) != TruncationStrategy.DO_NOT_TRUNCATE)
+        if truncate and max_length is not None:
+            input_ids = [self._truncate(ids, max_length, add_special_tokens) for ids in input_ids]
 
         data = {"input_ids": input_ids}
         if return_length:
@@ -282,6 +311,21 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         if not batched:
             encoded = BatchEncoding({key: value[0] for key, value in encoded.items()})
         return BatchEncoding(dict(encoded), tensor_type=return_tensors, prepend_batch_axis=not batched)
+
+    def _truncate(self, ids: list[int], max_length: int, add_special_tokens: bool) -> list[int]:
+        """Drop words (from the end, or from the start with ``truncation_side="left"``) until `ids` fits in
+        `max_length`; the special tokens the template added stay, so a truncated target still ends in ``</s>`` and
+        teaches the model to stop."""
+        if len(ids) <= max_length:
+            return ids
+        prefix = int(add_special_tokens and self._active is self._source and self.source_bos)  # <s>
+        suffix = int(add_special_tokens)  # </s>
+        if max_length < prefix + suffix:
+            raise ValueError(f"max_length={max_length} leaves no room for the special tokens ({prefix + suffix})")
+        words = ids[prefix : len(ids) - suffix]
+        keep = max_length - prefix - suffix
+        words = words[:keep] if self.truncation_side == "right" else words[len(words) - keep :]
+        return ids[:prefix] + words + ids[len(ids) - suffix :]
 
     def _report_unknown_words(self, texts: Sequence[str], encodings) -> None:
         """Count the words that became <unk>; log once per call. Runs only for sequences that contain <unk>."""

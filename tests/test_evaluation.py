@@ -141,3 +141,16 @@ def test_benchmark_metrics_add_what_the_split_columns_call_for():
     assert pooled["sacrebleu"]["score"] < 100.0  # one reference only
     with pytest.raises(ValueError, match="same length"):
         benchmark_metrics(plain, "test", ["A"])
+
+
+def test_a_single_string_where_a_list_belongs_is_an_error_not_characters():
+    """A string is a sequence too: exact_match("ab c", "ab d") would score its characters (0.75)."""
+    for metric in (exact_match, token_accuracy):
+        with pytest.raises(TypeError, match="not one string"):
+            metric("ab c", "ab d")
+        with pytest.raises(TypeError, match="not one string"):
+            metric("a", ["a"])
+    with pytest.raises(TypeError, match="not one string"):
+        cogs_category_report(["a"], ["a"], ["pp_recursion"], structural="pp_recursion")
+    with pytest.raises(ValueError, match="no predictions"):
+        bleu_sacrebleu([], [])

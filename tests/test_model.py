@@ -514,6 +514,38 @@ def test_generate_texts_keeps_the_order_of_sources_and_matches_one_at_a_time(toy
     assert len(set(batched)) > 1  # the sources decode differently, so a reordering would show
 
 
+
+def test_generate_texts_returns_every_sequence_asked_for_and_refuses_bad_arguments(toy_tokenizer, toy_data):
+    from lexical_hf.decoding import generate_texts
+
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-sigmoid"])
+    sources = [toy_data[k][0] for k in (30, 0, 7)]
+    # k outputs per source, each source's own: the beams of one source decoded alone
+    several = generate_texts(model, toy_tokenizer, sources, batch_size=2, num_beams=3, num_return_sequences=2,
+                             max_new_tokens=6)
+    assert [len(outputs) for outputs in several] == [2, 2, 2]
+    assert several == [generate_texts(model, toy_tokenizer, [source], num_beams=3, num_return_sequences=2,
+                                      max_new_tokens=6)[0] for source in sources]
+    assert [outputs[0] for outputs in several] == generate_texts(model, toy_tokenizer, sources, num_beams=3,
+                                                                 max_new_tokens=6)
+    # max_new_tokens caps the output without transformers' "both max_new_tokens and max_length" warning
+    from transformers.testing_utils import CaptureLogger
+    from transformers.utils import logging as transformers_logging
+
+    with CaptureLogger(transformers_logging.get_logger("transformers")) as captured:
+        model.generate(**toy_tokenizer(sources[:1], return_tensors="pt"), max_new_tokens=2)
+    assert "max_new_tokens" in captured.out  # the warning generate() itself gives, which generate_texts avoids
+    with CaptureLogger(transformers_logging.get_logger("transformers")) as captured:
+        capped = generate_texts(model, toy_tokenizer, sources, max_new_tokens=2)
+    assert "max_new_tokens" not in captured.out
+    assert all(len(text.split()) <= 2 for text in capped)
+    with pytest.raises(TypeError, match="not one string"):
+        generate_texts(model, toy_tokenizer, "dax lug")
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="batch_size"):
+            generate_texts(model, toy_tokenizer, sources, batch_size=bad)
+
+
 def _permuted_tokenizer(tokenizer):
     """The same words at other ids (two source words swapped): what a tokenizer rebuilt from other data can be."""
     source = dict(tokenizer.source_vocab)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -86,6 +87,16 @@ def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_pa
     tampered["per_seed"]["0"]["test"]["token_accuracy"] += 0.01
     (tmp_path / "results.json").write_text(json.dumps(tampered))
     assert cli.main(["evaluate", str(tmp_path)]) == 1
+    tampered["per_seed"]["0"]["test"]["token_accuracy"] = float("nan")  # max(0, nan) is 0: NaN must not pass
+    (tmp_path / "results.json").write_text(json.dumps(tampered))
+    assert cli.main(["evaluate", str(tmp_path)]) == 1
+    # bad input is status 2 with one line, never 1 (which means "NOT reproduced")
+    assert cli.main(["evaluate", str(tmp_path), "--device", "tpu"]) == 2
+    del tampered["per_seed"]
+    (tmp_path / "results.json").write_text(json.dumps(tampered))
+    assert cli.main(["evaluate", str(tmp_path)]) == 2
+    (tmp_path / "results.json").write_text("{")
+    assert cli.main(["evaluate", str(tmp_path)]) == 2
 
 
 def test_evaluate_scores_the_examples_a_truncated_run_scored(tmp_path):
@@ -495,3 +506,45 @@ def test_validation_selection_keeps_the_users_evaluation_interval(tmp_path):
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (result.stdout + result.stderr).count("'eval_exact_match'") == 4  # updates 5, 10, 15, 20 (not every 2)
+
+
+def test_validation_exact_match_never_counts_a_reference_with_an_unknown_word(run_lexical_module):
+    """Checkpoint selection decodes the label ids; a target word outside the vocabulary is <unk> there, and dropping it
+    would let a prediction without the word match (the test evaluation, on strings, says it does not)."""
+    from lexical_hf import LexicalTokenizer, evaluation
+
+    tokenizer = LexicalTokenizer.from_texts(["walk", "jump"], ["I_WALK", "I_JUMP"])
+    targets = ["I_FLY I_WALK", "I_JUMP"]  # I_FLY is not in the target vocabulary
+    labels = tokenizer(["fly walk", "jump"], text_target=targets)["labels"]
+    width = max(map(len, labels))
+    label_ids = np.array([row + [-100] * (width - len(row)) for row in labels])
+    t = tokenizer.target_vocab
+    predicted = np.array([[1, t["I_WALK"], 2, 0], [1, t["I_JUMP"], 2, 0]])
+    predictions = tokenizer.batch_decode(predicted, skip_special_tokens=True)
+    assert run_lexical_module.validation_exact_match(tokenizer, predicted, label_ids) == 0.5
+    assert evaluation.exact_match(predictions, targets) == 0.5
+
+
+def test_cli_arguments_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
+    from lexical_hf import cli
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("dax\tRED\nlug\tBLUE\n")
+    for argv in (["evaluate", str(tmp_path), "--batch-size", "0"], ["evaluate", str(tmp_path), "--tolerance", "-1"],
+                 ["lexicon", "--data-file", str(pairs), "--top-k", "0"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 2
+    assert cli.main(["lexicon", "--data-file", str(pairs), "--source-column", "src"]) == 2
+    assert "apply to --dataset" in capsys.readouterr().err
+    assert cli.main(["lexicon", "--data-file", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert cli.main(["lexicon", "--data-file", str(pairs), "--markdown", str(tmp_path)]) == 2  # IsADirectoryError
+    import huggingface_hub
+
+    def unreachable(repo_id, **kwargs):  # what the Hub answers here (no network); the test stays off the network
+        raise huggingface_hub.errors.LocalEntryNotFoundError(f"cannot reach the Hub for {repo_id}")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
+    assert cli.main(["evaluate", "outputs/no-such-folder"]) == 2  # a typo reads like a repo id: both are named
+    assert "outputs/no-such-folder: no such local folder, and as a Hub repo id" in capsys.readouterr().err

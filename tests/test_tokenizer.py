@@ -97,3 +97,55 @@ def test_source_bos_prepends_start_to_sources_only_and_survives_saving(tmp_path)
     assert not LexicalTokenizer.from_texts(["dax"], ["RED"]).source_bos
     with pytest.raises(ValueError, match="source_bos"):
         LexicalTokenizer.from_pretrained(tmp_path, source_bos=False)
+
+
+def test_truncation_follows_the_transformers_flags_and_keeps_the_special_tokens(tokenizer):
+    s = tokenizer.source_vocab
+    words = [s["walk"], s["left"], s["jump"], s["twice"]]
+    text = "walk left jump twice"
+    # max_length alone, truncation=False, or padding="max_length" never cut a sequence (as in PreTrainedTokenizerFast)
+    assert tokenizer(text, max_length=2, truncation=False)["input_ids"] == words + [2]
+    assert tokenizer(text, padding="max_length", max_length=2)["input_ids"] == words + [2]
+    # truncation drops words, not the </s> that teaches the model to stop; without specials it keeps the first words
+    assert tokenizer(text, truncation=True, max_length=3)["input_ids"] == words[:2] + [2]
+    assert tokenizer(text, truncation=True, max_length=2, add_special_tokens=False)["input_ids"] == words[:2]
+    tokenizer.truncation_side = "left"
+    assert tokenizer(text, truncation=True, max_length=3)["input_ids"] == words[2:] + [2]
+    tokenizer.truncation_side = "right"
+    t = tokenizer.target_vocab
+    batch = tokenizer("walk", text_target="I_JUMP I_WALK I_JUMP", truncation=True, max_length=2)
+    assert batch["labels"] == [t["I_JUMP"], 2]
+    with_bos = LexicalTokenizer.from_texts(["walk left jump twice"], ["I_WALK"], source_bos=True)
+    b = with_bos.source_vocab
+    assert with_bos(text, truncation=True, max_length=3)["input_ids"] == [1, b["walk"], 2]
+    with pytest.raises(ValueError, match="no room for the special tokens"):
+        with_bos(text, truncation=True, max_length=1)
+
+
+def test_unsupported_outputs_are_an_error_not_silently_missing(tokenizer):
+    for flag in ("return_offsets_mapping", "return_overflowing_tokens", "return_special_tokens_mask"):
+        with pytest.raises(NotImplementedError, match=flag):
+            tokenizer(["walk left"], **{flag: True})
+
+
+def test_a_target_token_looked_up_on_the_source_side_is_warned_about(tokenizer, caplog):
+    """convert_tokens_to_ids reads the source side (like encoding): a target token gives <unk>, e.g. in bad_words_ids
+    it would silently ban <unk>; the warning says where the token's id is."""
+    with caplog.at_level("WARNING"):
+        assert tokenizer.convert_tokens_to_ids("walk") == tokenizer.source_vocab["walk"]
+        assert "vocabulary" not in caplog.text
+        assert tokenizer.convert_tokens_to_ids("I_JUMP") == tokenizer.unk_token_id
+    assert "target_vocab" in caplog.text
+    assert tokenizer.convert_ids_to_tokens([tokenizer.target_vocab["I_JUMP"]]) == ["I_JUMP"]
+
+
+def test_a_damaged_saved_tokenizer_gives_an_error_naming_the_file(tokenizer, tmp_path):
+    tokenizer.save_pretrained(tmp_path)
+    source_file = tmp_path / "source_tokenizer.json"
+    text = source_file.read_text()
+    source_file.write_text(text[: len(text) // 2])
+    with pytest.raises(ValueError, match="source_tokenizer.json: not a readable source tokenizer file"):
+        AutoTokenizer.from_pretrained(tmp_path)
+    source_file.unlink()
+    with pytest.raises(ValueError, match="holds source_tokenizer.json; is it missing"):
+        AutoTokenizer.from_pretrained(tmp_path)
