@@ -9,6 +9,9 @@ ATTENTION_SOURCES = ("cross_attention_mean", "dedicated_head")
 LEXICAL_MODES = ("none", "copy", "lexical")
 GATE_STYLES = ("sigmoid", "copy_token")
 LOSS_NORMALIZATIONS = ("tokens", "sequences")
+# the ids LexicalTokenizer gives <pad>, <s>, </s>, <unk> on both sides; the decoder starts from <s>
+FIXED_SPECIAL_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "unk_token_id": 3,
+                     "decoder_start_token_id": 1}
 # options only the Transformer reads (an LSTM config must leave them at their defaults)
 TRANSFORMER_OPTIONS = ("num_attention_heads", "ffn_size", "norm_first", "position_encoding", "max_position_embeddings",
                        "relative_attention_max_distance", "attention_source", "attention_dropout")
@@ -102,8 +105,8 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             config).
         pad_token_id (`int`, defaults to 0), bos_token_id (`int`, defaults to 1), eos_token_id (`int`, defaults to
             2), unk_token_id (`int`, defaults to 3), decoder_start_token_id (`int`, defaults to 1): the special ids
-            shared by both vocabularies (see `LexicalTokenizer`). Padding and the decoder start token are never
-            generated.
+            shared by both vocabularies, fixed by `LexicalTokenizer` (other values are an error). Padding and the
+            decoder start token are never generated.
     """
 
     model_type = "lexical_seq2seq"
@@ -117,15 +120,15 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     hidden_size: int = 64
     num_layers: int = 2
     bidirectional_encoder: bool = False
-    dropout: float = 0.1
-    output_dropout: float = 0.0
+    dropout: float | int = 0.1  # `| int`: dropout=0 is a number, not a type error
+    output_dropout: float | int = 0.0
     feed_dropout: bool = False
     combine_decoder_input: bool = False
     attention_query_bias: bool = False
     lexical_mode: str = "lexical"
     gate: str = "sigmoid"
     loss_normalization: str = "tokens"
-    lexicon_temperature: float = 0.0
+    lexicon_temperature: float | int = 0.0
     train_lexicon: bool = False
     num_attention_heads: int = 4
     ffn_size: int | None = None
@@ -134,7 +137,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     max_position_embeddings: int = 512
     relative_attention_max_distance: int = 16
     attention_source: str = "cross_attention_mean"
-    attention_dropout: float = 0.0
+    attention_dropout: float | int = 0.0
     lexicon_info: dict | None = None
     vocabulary_sha256: str | None = None
     max_decode_length: int = 128
@@ -160,6 +163,13 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         for name in ("dropout", "output_dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        # LexicalTokenizer fixes the special ids on both sides; another id here would never be generated (eos: the
+        # model could never stop) or would be generated where it must not (decoder start)
+        wrong = {name: getattr(self, name) for name, token_id in FIXED_SPECIAL_IDS.items() if getattr(self, name) != token_id}
+        if wrong:
+            raise ValueError(f"special token ids are fixed by LexicalTokenizer ({FIXED_SPECIAL_IDS}), got {wrong}")
+        if self.max_decode_length < 1:
+            raise ValueError(f"max_decode_length must be >= 1, got {self.max_decode_length}")
         for name in ("source_vocab_size", "target_vocab_size"):
             if getattr(self, name) <= 4:
                 raise ValueError(f"{name} must exceed the 4 special tokens, got {getattr(self, name)}")

@@ -4,7 +4,9 @@ Read top to bottom: the output dataclass, the pre-trained base (initialisation),
 forcing and cached decoding share one path), generation glue, and the lexicon plumbing (set / save / load).
 """
 
+import copy
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 
@@ -152,6 +154,22 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
     def get_output_embeddings(self):
         return None  # the output layer is the lexical head, not a tied embedding matrix
 
+    def resize_token_embeddings(self, *args, **kwargs):
+        raise NotImplementedError(
+            "the vocabularies are fixed: L, the source embeddings and the output layer are all indexed by them. "
+            "Build a new tokenizer (LexicalTokenizer.from_texts / from_dataset) and a new model for new words"
+        )
+
+    @classmethod
+    def _from_config(cls, config, **kwargs):
+        """`AutoModelForSeq2SeqLM.from_config`: new weights, so L is the uniform placeholder whatever lexicon the
+        config describes; its `lexicon_info` is dropped so that the model says no lexicon was set (and a save does
+        not claim one)."""
+        config = copy.deepcopy(config)
+        config.lexicon_info = None
+        config.lexicon_temperature = 0.0
+        return super()._from_config(config, **kwargs)
+
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         # The decoder's state is its own (LSTMDecoderCache, TransformerDecoderCache): forward creates it. (Should a
@@ -182,7 +200,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         num_items_in_batch: int | torch.Tensor | None = None,
         past_key_values: DecoderCache | None = None,
         **kwargs,
-    ) -> LexicalSeq2SeqLMOutput:
+    ) -> LexicalSeq2SeqLMOutput | tuple:
         r"""Teacher-forced scoring (with `labels` or `decoder_input_ids`) or one cached decoding step.
 
         Args:
@@ -215,6 +233,11 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         if decoder_input_ids is None:
             raise ValueError("forward needs `decoder_input_ids` or `labels`")
 
+        if encoder_outputs is not None and not isinstance(encoder_outputs, LexicalEncoderOutput):
+            raise TypeError(
+                f"encoder_outputs must be the encoder's LexicalEncoderOutput (model.get_encoder()(input_ids, "
+                f"attention_mask)), not a {type(encoder_outputs).__name__}: the lexicon needs its source_ids"
+            )
         if encoder_outputs is None:
             if input_ids is None:
                 raise ValueError("forward needs `input_ids` (or precomputed `encoder_outputs`)")
@@ -234,7 +257,6 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         if labels is not None:  # a recurrent decoder need not run a row past its last label (labels are right-padded)
             positions = torch.arange(1, labels.shape[1] + 1, device=labels.device)
             target_lengths = (labels.ne(-100) * positions).amax(1)
-        incremental = labels is None and cache is not None  # a decoding step of generate()
         features, gate_features, attention, cache = self.model.decoder(
             decoder_input_ids, encoder_outputs, attention_mask, cache, target_lengths=target_lengths
         )
@@ -242,7 +264,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         head = self.lexical_head(features, gate_features, attention, encoder_outputs.source_ids)
 
         log_probs = head.log_probs
-        if incremental:
+        if labels is None:  # decoding (generate(), with or without a cache); a NaN in training is an error below
             log_probs = self._end_diverged_hypotheses(log_probs)
         loss = None
         if labels is not None:
@@ -250,13 +272,15 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             if num_items_in_batch is None:
                 per_sequence = self.config.loss_normalization == "sequences"
                 num_items_in_batch = labels.shape[0] if per_sequence else labels.ne(-100).sum()
+                if not labels.ne(-100).any():
+                    raise ValueError("every label is -100 (ignored): the batch has no target token to score")
             loss = summed / num_items_in_batch
             if not torch.isfinite(loss):
                 raise FloatingPointError(
                     f"non-finite loss ({loss.item()}): check the learning rate, the inputs, and that no label is a "
                     "token the head can never produce"
                 )
-        return LexicalSeq2SeqLMOutput(
+        output = LexicalSeq2SeqLMOutput(
             loss=loss,
             logits=log_probs,
             gate=head.gate,
@@ -265,6 +289,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             decoder_hidden_states=(features,) if output_hidden_states else None,
             **{CACHE_NAME: cache if use_cache else None},
         )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        return output if return_dict else output.to_tuple()  # the fields that are set, in order (loss first)
 
     def _end_diverged_hypotheses(self, log_probs: torch.Tensor) -> torch.Tensor:
         """In a decode far longer than anything seen in training, a decoder state can overflow (with
@@ -317,6 +343,20 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             "use_cache": kwargs.get("use_cache"),
             "output_hidden_states": kwargs.get("output_hidden_states"),
         }
+
+    def generate(self, *args, **kwargs):
+        """`GenerationMixin.generate`, except that ``<unk>`` stays suppressed while L has abstaining rows (see
+        `set_lexicon`) even when the call passes its own ``suppress_tokens`` or ``generation_config``: the
+        abstaining rows put their mass on ``<unk>``, which must never come out as a word."""
+        if (self.config.lexicon_info or {}).get("abstains"):
+            unk_id = self.config.unk_token_id
+            if "suppress_tokens" in kwargs:
+                kwargs["suppress_tokens"] = sorted({*(kwargs["suppress_tokens"] or []), unk_id})
+            if kwargs.get("generation_config") is not None:
+                generation_config = copy.deepcopy(kwargs["generation_config"])
+                generation_config.suppress_tokens = sorted({*(generation_config.suppress_tokens or []), unk_id})
+                kwargs["generation_config"] = generation_config
+        return super().generate(*args, **kwargs)
 
     # ------------------------------------------------------------------ the lexicon
     def set_lexicon(self, lexicon, tokenizer=None) -> None:
@@ -400,8 +440,12 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             super().save_pretrained(staging, *args, **kwargs)
             if self.lexicon is not None:
                 self.lexicon.save_pretrained(staging)
-            for name in sorted(os.listdir(staging)):
+            written = sorted(os.listdir(staging))
+            for name in written:
                 os.replace(os.path.join(staging, name), os.path.join(save_directory, name))
+        for name in set(os.listdir(save_directory)) - set(written):
+            if _WEIGHT_FILE.fullmatch(name):  # an earlier save's shards (or single file): they are not these weights
+                os.remove(os.path.join(save_directory, name))
         stale_lexicon = os.path.join(save_directory, LEXICON_FILE)
         if self.lexicon is None and os.path.isfile(stale_lexicon):
             os.remove(stale_lexicon)  # an earlier save's lexicon.json would describe another L than these weights
@@ -437,10 +481,15 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         problems = {key: value for key, value in problems.items() if value}
         if problems:
             raise ValueError(f"checkpoint {pretrained_model_name_or_path!r} does not match the model: {problems}")
+        if "max_decode_length" in kwargs:  # the saved generation_config.json would otherwise keep the old cap
+            model.generation_config.max_length = model.config.max_decode_length + 1
         lexicon_path = _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs)
         if lexicon_path is not None:
             model.lexicon = _lexicon_describing(model.config, lexicon_path)
         return (model, info) if wants_info else model
+
+
+_WEIGHT_FILE = re.compile(r"model(-\d+-of-\d+)?\.safetensors(\.index\.json)?")
 
 
 def _lexicon_describing(config: LexicalSeq2SeqConfig, lexicon_path: str):

@@ -1,12 +1,14 @@
 """Model-level behaviour: cached decoding, generate(), save/load, input validation."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 import torch
+from transformers import AutoModelForSeq2SeqLM, GenerationConfig
 
 import lexical_hf
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration
@@ -457,9 +459,9 @@ def test_a_decoder_state_that_overflows_ends_its_hypothesis_instead_of_poisoning
         model.model.decoder.combine.weight[:, -hidden:] = 40.0 * torch.eye(hidden)
         model.lexical_head.write_projection.bias[eos] -= 1000.0
     batch = encode_batch(toy_tokenizer, toy_data[:3])
-    for num_beams in (1, 3):
+    for num_beams, use_cache in ((1, True), (3, True), (1, False), (3, False)):
         out = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=num_beams,
-                             max_length=60, output_scores=True, return_dict_in_generate=True)
+                             max_length=60, output_scores=True, return_dict_in_generate=True, use_cache=use_cache)
         assert out.sequences.shape[1] < 60  # stopped at the overflow, not at max_length
         assert (out.sequences == eos).any(-1).all()  # every returned sequence ended
         assert not any(torch.isnan(step).any() for step in out.scores)
@@ -486,6 +488,9 @@ def test_an_abstaining_lexicon_is_never_decoded_to_unk_even_after_reloading(toy_
     model.set_lexicon(lexicon, toy_tokenizer)
     assert model.generation_config.suppress_tokens == [unk]
     assert not model.generate(**inputs).eq(unk).any()
+    # a call's own suppress_tokens or generation_config adds to the suppression instead of lifting it
+    assert not model.generate(**inputs, suppress_tokens=[toy_tokenizer.target_vocab["RED"]]).eq(unk).any()
+    assert not model.generate(**inputs, generation_config=GenerationConfig(num_beams=2)).eq(unk).any()
     model.save_pretrained(tmp_path)
     reloaded = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path).eval()
     assert reloaded.generation_config.suppress_tokens == [unk]
@@ -626,3 +631,48 @@ def test_a_matrix_replacing_an_abstaining_lexicon_clears_what_that_lexicon_set(t
     model.set_lexicon(abstaining, toy_tokenizer)
     model.set_lexicon(lexical_hf.Lexicon({"dax": {"RED": 1}}), toy_tokenizer)  # no abstaining rows either
     assert model.generation_config.suppress_tokens == [toy_tokenizer.target_vocab["RED"]]
+
+
+
+def test_transformers_api_edges_behave_as_for_a_stock_seq2seq_model(toy_tokenizer, toy_data, tmp_path):
+    model = lexical_model(toy_tokenizer)
+    batch = encode_batch(toy_tokenizer, toy_data[:3])
+    # return_dict=False gives a tuple, loss first (unpacking a ModelOutput would give its keys)
+    loss, logits, *_ = model(**batch, return_dict=False)
+    as_dict = model(**batch)
+    assert torch.equal(loss, as_dict.loss) and torch.equal(logits, as_dict.logits)
+    # encoder_outputs must be the encoder's own output: a tuple has lost the source ids the lexicon reads
+    encoder_outputs = model.get_encoder()(batch["input_ids"], batch["attention_mask"])
+    assert torch.equal(model(encoder_outputs=encoder_outputs, attention_mask=batch["attention_mask"],
+                             labels=batch["labels"]).loss, as_dict.loss)
+    with pytest.raises(TypeError, match="LexicalEncoderOutput"):
+        model(encoder_outputs=encoder_outputs.to_tuple(), labels=batch["labels"])
+    with pytest.raises(ValueError, match="every label is -100"):
+        model(input_ids=batch["input_ids"], labels=torch.full_like(batch["labels"], -100))
+    with pytest.raises(NotImplementedError, match="vocabularies are fixed"):
+        model.resize_token_embeddings()
+    # from_config: new weights, so no lexicon, whatever the config's lexicon_info says
+    model.set_lexicon(lexical_hf.learn_lexicon(tuple(zip(*toy_data)), method="simple"), toy_tokenizer)
+    fresh = AutoModelForSeq2SeqLM.from_config(model.config)
+    assert fresh.config.lexicon_info is None and model.config.lexicon_info is not None
+    # a max_decode_length given to from_pretrained caps generation (the saved generation_config.json would not)
+    model.save_pretrained(tmp_path)
+    capped = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path, max_decode_length=4)
+    assert capped.generation_config.max_length == 5
+    # a sharded save followed by a single-file one leaves no stale shards behind
+    model.save_pretrained(tmp_path, max_shard_size="20KB")
+    assert any("-of-" in name for name in os.listdir(tmp_path))
+    model.save_pretrained(tmp_path)
+    assert not any("-of-" in name or name.endswith(".index.json") for name in os.listdir(tmp_path))
+    reloaded = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
+    assert torch.equal(reloaded.lexical_head.lexicon, model.lexical_head.lexicon)
+
+
+def test_config_refuses_special_ids_the_tokenizer_does_not_use_and_takes_whole_numbers():
+    for wrong in (dict(eos_token_id=0), dict(decoder_start_token_id=2), dict(pad_token_id=None)):
+        with pytest.raises(Exception, match="special token ids are fixed"):
+            LexicalSeq2SeqConfig(**wrong)
+    with pytest.raises(Exception, match="max_decode_length must be >= 1"):
+        LexicalSeq2SeqConfig(max_decode_length=0)
+    config = LexicalSeq2SeqConfig(dropout=0, output_dropout=0, lexicon_temperature=1)
+    assert config.dropout == 0 and config.lexicon_temperature == 1
