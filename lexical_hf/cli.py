@@ -263,6 +263,15 @@ def _run_lexicon(args) -> int:
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known methods: {', '.join(available_methods())}")
     params = parse_learner_params(args.param)
+    as_flags = sorted(set(params) & {"seed", "temperature", "tie_break"})
+    if as_flags:
+        raise ValueError(f"--param {as_flags[0]}=…: use --{as_flags[0].replace('_', '-')} instead")
+    if len(methods) > 1:
+        from .lexicon import LEARNERS
+
+        unused = sorted(set(params) - {name for m in methods for name in LEARNERS[m].hyperparameter_defaults})
+        if unused:  # with one method the learner itself refuses it; here _params_for would drop it silently
+            raise ValueError(f"--param {', '.join(unused)}: taken by none of {', '.join(methods)}")
     data, provenance = _load_data(args)
     lexicons, seconds = {}, {}
     for method in methods:

@@ -436,6 +436,22 @@ def test_apply_lexicon_adds_columns_and_is_fingerprinted(tmp_path):
     assert unlabelled["lexical_targets"] == [["RED", "GREEN"]]
 
 
+def test_apply_lexicon_on_a_dataset_dict_reads_each_splits_columns():
+    """An unlabelled test split beside a labelled train split: train gets its coverage, test only translations,
+    whichever split comes first."""
+    import datasets
+
+    train = datasets.Dataset.from_dict({"source": ["dax lug"], "target": ["RED BLUE"]})
+    test = datasets.Dataset.from_dict({"source": ["lug dax"]})
+    lexicon = Lexicon({"dax": {"RED": 1}, "lug": {"BLUE": 1}})
+    for order in (("train", "test"), ("test", "train")):
+        splits = {"train": train, "test": test}
+        result = apply_lexicon(datasets.DatasetDict({name: splits[name] for name in order}), lexicon)
+        assert "lexicon_coverage" in result["train"].column_names
+        assert "lexicon_coverage" not in result["test"].column_names
+        assert result["test"]["lexical_targets"] == apply_lexicon(test, lexicon)["lexical_targets"]
+
+
 def test_apply_lexicon_with_tokenizer_copies_shared_tokens():
     datasets = pytest.importorskip("datasets")
     dataset = datasets.Dataset.from_dict({"source": ["the cake"], "target": ["cake"]})

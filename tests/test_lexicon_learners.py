@@ -428,6 +428,7 @@ def test_a_list_of_pairs_learns_what_the_two_columns_learn():
     sources, targets = colors()
     pairs = list(zip(sources, targets))
     assert learn_lexicon(pairs, "simple").entries == learn_lexicon((sources, targets), "simple").entries
+    assert learn_lexicon([list(pair) for pair in pairs], "simple").entries == learn_lexicon(pairs, "simple").entries
     assert learn_lexicon((["dax lug", "lug"], ["RED BLUE", "BLUE"]), "simple").hard_mapping() == {
         "dax": "RED", "lug": "BLUE"}  # two examples as (sources, targets) lists: unambiguous, as before
 
@@ -451,6 +452,13 @@ def test_unknown_method_and_parameters_and_empty_data():
     # (it used to learn sources ("dax", "RED") against targets ("lug", "BLUE"))
     with pytest.raises(ValueError, match="ambiguous data"):
         learn_lexicon([("dax", "RED"), ("lug", "BLUE")], "simple")
+    with pytest.raises(ValueError, match="ambiguous data"):  # the same as lists (json.load gives lists)
+        learn_lexicon([["dax", "RED"], ["lug", "BLUE"]], "simple")
+    # a count takes whole numbers only (1.9 samples would run as 1 and be recorded as 1.9); numpy numbers are numbers
+    with pytest.raises(TypeError, match="num_samples must be a whole number"):
+        learn_lexicon(colors(), "bayesian", num_samples=1.9)
+    assert learn_lexicon(colors(), "simple", epsilon=np.int64(3)).hyperparameters["epsilon"] == 3
+    assert type(learn_lexicon(colors(), "simple", epsilon=3.0).hyperparameters["epsilon"]) is int
     datasets = pytest.importorskip("datasets")
     empty = datasets.Dataset.from_dict({"source": [], "target": []})
     with pytest.raises(ValueError, match="empty training data"):
@@ -575,3 +583,20 @@ def test_learn_lexicon_takes_the_fallback_rule():
         learn_lexicon(pairs, method="uniform", fallback="mutual_exclusivity_or_abstain")
     with pytest.raises(ValueError, match="fallback must be"):
         learn_lexicon(pairs, method="simple", fallback="copy")
+
+
+def test_pmi_ties_in_exact_arithmetic_are_ties_and_follow_the_tie_break_rule():
+    """pmi(v; A) = pmi(v; B) exactly when #(v,A)/#(A) = #(v,B)/#(B); as a sum of four logs the two floats could differ
+    in the last bit, and rounding, not the documented rule (most co-occurrences), picked the translation."""
+    missed = []
+    for a_count, a_with_v, k in itertools.product(range(2, 9), range(1, 8), range(2, 5)):
+        b_count, b_with_v = a_count * k, a_with_v * k
+        if a_with_v > a_count:
+            continue
+        sources = ["v"] * (a_with_v + b_with_v) + ["u"] * (a_count - a_with_v + b_count - b_with_v)
+        targets = (["A"] * a_with_v + ["B"] * b_with_v + ["A"] * (a_count - a_with_v)
+                   + ["B"] * (b_count - b_with_v))
+        lexicon = learn_lexicon((sources, targets), "pmi")
+        if lexicon.entries["v"]["A"] != lexicon.entries["v"]["B"] or lexicon.hard_mapping()["v"] != "B":
+            missed.append((a_count, a_with_v, k))
+    assert not missed  # 35 of these corpora broke the rule with the four-log sum

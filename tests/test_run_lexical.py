@@ -535,6 +535,10 @@ def test_cli_arguments_are_checked_before_any_work(tmp_path, capsys, monkeypatch
         with pytest.raises(SystemExit) as exit_info:
             cli.main(argv)
         assert exit_info.value.code == 2
+    assert cli.main(["lexicon", "--data-file", str(pairs), "--method", "simple,pmi", "--param", "epsilonn=1"]) == 2
+    assert "taken by none of simple, pmi" in capsys.readouterr().err  # with several methods it was dropped silently
+    assert cli.main(["lexicon", "--data-file", str(pairs), "--param", "seed=5"]) == 2
+    assert "use --seed" in capsys.readouterr().err
     assert cli.main(["lexicon", "--data-file", str(pairs), "--source-column", "src"]) == 2
     assert "apply to --dataset" in capsys.readouterr().err
     assert cli.main(["lexicon", "--data-file", str(tmp_path)]) == 2

@@ -110,12 +110,13 @@ def pmi_learner(corpus: ParallelCorpus) -> LearnerOutput:
     token once). Every co-occurring pair is an entry; ``L ∝ exp(pmi / τ)``, so the hard lexicon is the argmax PMI.
     """
     v, w, count = corpus.cooccurrence()
-    pmi = (
-        np.log(count)
-        - np.log(corpus.source.document_frequency[v])
-        - np.log(corpus.target.document_frequency[w])
-        + np.log(corpus.num_examples)
-    )
+    # One log of one correctly rounded quotient of exact integers (not a sum of four logs): pairs whose PMI is equal
+    # in exact arithmetic get equal floats, so ties are ties and the tie-break rule decides them, not rounding.
+    # (The integers stay below 2**53, where float64 holds them exactly, up to ~9e7 examples.)
+    numerator = count.astype(np.int64) * corpus.num_examples
+    denominator = (corpus.source.document_frequency[v].astype(np.int64)
+                   * corpus.target.document_frequency[w].astype(np.int64))
+    pmi = np.log(numerator / denominator)
     return LearnerOutput(v, w, pmi)
 
 
@@ -182,8 +183,9 @@ def learn_lexicon(
     Args:
         data: a `datasets.Dataset` (one split, usually train) with whitespace-tokenized text columns (or columns of
             token lists); a pair ``(sources, targets)`` of sequences of such strings; a list of ``(source, target)``
-            string tuples, as `zip` makes them (two such tuples are ambiguous with a two-example
-            ``(sources, targets)`` of tuples, and an error); a mapping with ``source_column`` and ``target_column`` keys; or a `ParallelCorpus`.
+            string pairs, tuples as `zip` makes them or two-item lists as `json.load` does (exactly two such pairs
+            are ambiguous with a two-example ``(sources, targets)``, and an error); a mapping with
+            ``source_column`` and ``target_column`` keys; or a `ParallelCorpus`.
         method: a registered learner, one of `available_methods()`:
             ``simple`` (default), ``pmi``, ``ibm2``, ``bayesian``, ``identity``, ``uniform``.
         source_column / target_column: column names in ``data``.
@@ -269,9 +271,12 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
             raise ValueError(f"mapping has no {source_column!r} / {target_column!r} keys (keys: {list(data)})")
         data = (data[source_column], data[target_column])
     if isinstance(data, Sequence) and not isinstance(data, str):
-        # a list of (source, target) string tuples, as from zip(sources, targets)
+        # a list of (source, target) string pairs, as from zip(sources, targets) (tuples) or json.load (a list of
+        # lists); a tuple of two lists is (sources, targets)
+        pair_types = (tuple, list) if isinstance(data, list) else (tuple,)
         pairs = len(data) > 0 and all(
-            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(text, str) for text in pair) for pair in data
+            isinstance(pair, pair_types) and len(pair) == 2 and all(isinstance(text, str) for text in pair)
+            for pair in data
         )
         if pairs and len(data) == 2:  # two pairs, or (sources, targets) of two examples each: both read the same
             raise ValueError(
@@ -288,7 +293,7 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
                 corpus = ParallelCorpus.from_pairs(sources, targets)
                 return corpus, {"num_examples": corpus.num_examples}
     raise TypeError(
-        "data must be a datasets.Dataset, a (sources, targets) pair of sequences, a list of (source, target) tuples, "
+        "data must be a datasets.Dataset, a (sources, targets) pair of sequences, a list of (source, target) pairs, "
         f"a mapping with the source and target columns, or a ParallelCorpus; got {type(data).__name__}"
     )
 

@@ -60,10 +60,13 @@ def apply_lexicon(
     ignored, tokens without entries that are also target tokens copy themselves). A missing ``target_column`` (e.g.
     an unlabelled test set) only adds the translations.
     """
+    settings = dict(tokenizer=tokenizer, source_column=source_column, target_column=target_column,
+                    translations_column=translations_column, coverage_column=coverage_column, batch_size=batch_size,
+                    num_proc=num_proc, load_from_cache_file=load_from_cache_file)
+    if isinstance(dataset.column_names, dict):  # a DatasetDict: each split has its own columns (test may be unlabelled)
+        return type(dataset)({name: apply_lexicon(split, lexicon, **settings) for name, split in dataset.items()})
     mapping = lexicon.hard_mapping(tokenizer)
     column_names = dataset.column_names
-    if isinstance(column_names, dict):  # DatasetDict
-        column_names = next(iter(column_names.values()), [])
     if source_column not in column_names:
         raise ValueError(f"dataset has no column {source_column!r}; columns: {column_names}")
     if target_column is not None and target_column not in column_names:

@@ -8,6 +8,8 @@ Registering one makes it available to `learn_lexicon(data, method=name)` and to 
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,16 +57,31 @@ class LearnerSpec:
         if unknown:
             accepted = ", ".join(f"{k}={v!r}" for k, v in defaults.items() if k != "seed") or "no hyperparameters"
             raise TypeError(f"learner {self.name!r} does not take {unknown}; it takes: {accepted}")
+        resolved = dict(defaults)
         for name, value in overrides.items():
-            default = defaults[name]
-            # a hyperparameter whose default is a number or a flag takes one (e.g. a mistyped --param epsilon=abc)
-            if isinstance(default, bool) and not isinstance(value, bool):
-                raise TypeError(f"learner {self.name!r}: {name} must be true or false (default {default!r}), got {value!r}")
-            if isinstance(default, (int, float)) and not isinstance(default, bool) and (
-                isinstance(value, bool) or not isinstance(value, (int, float))
-            ):
-                raise TypeError(f"learner {self.name!r}: {name} must be a number (default {default!r}), got {value!r}")
-        return {**defaults, **overrides}
+            resolved[name] = self._checked(name, value, defaults[name])
+        return resolved
+
+    def _checked(self, name: str, value: Any, default: Any) -> Any:
+        """`value` as the type of `default` when that is a flag or a number (e.g. a mistyped --param epsilon=abc is
+        an error, numpy numbers become Python ones); a count (an int default) takes whole numbers only, since 1.9
+        samples would run as 1 and be recorded as 1.9."""
+        where = f"learner {self.name!r}: {name}"
+        if isinstance(default, bool):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{where} must be true or false (default {default!r}), got {value!r}")
+            return bool(value)
+        if not isinstance(default, numbers.Real):
+            return value
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{where} must be a number (default {default!r}), got {value!r}")
+        if not math.isfinite(value):
+            raise TypeError(f"{where} must be a finite number (default {default!r}), got {value!r}")
+        if isinstance(default, numbers.Integral):
+            if float(value) != int(value):
+                raise TypeError(f"{where} must be a whole number (default {default!r}), got {value!r}")
+            return int(value)
+        return float(value)
 
 
 LEARNERS: dict[str, LearnerSpec] = {}
