@@ -1,13 +1,15 @@
 # Every target installs what it needs first, so each works on a fresh machine.
-# torch comes first and pinned to the local CPU wheel so pip never resolves the multi-GB CUDA builds;
-# where a torch is already installed (e.g. a GPU image) it is kept.
+# torch comes first and pinned, so that pip never resolves the multi-GB CUDA builds: on the project's machines pip finds
+# the local CPU wheel; elsewhere pass TORCH_INDEX=https://download.pytorch.org/whl/cpu (PyPI's own torch is the CUDA
+# build). Where a torch is already installed (e.g. a GPU image) it is kept.
 PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?=
 
 .PHONY: install test demo reproduce gpu-wheels test-gpu-image-stack
 
 install:
-	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION)
+	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PYTHON) -m pip install -q -e ".[test]"
 
 test: install
