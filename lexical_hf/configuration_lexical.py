@@ -3,6 +3,8 @@
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
+from .tokenization_lexical import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
 BACKBONES = ("lstm", "transformer")
 POSITION_ENCODINGS = ("sinusoidal", "learned", "relative")
 ATTENTION_SOURCES = ("cross_attention_mean", "dedicated_head")
@@ -10,8 +12,8 @@ LEXICAL_MODES = ("none", "copy", "lexical")
 GATE_STYLES = ("sigmoid", "copy_token")
 LOSS_NORMALIZATIONS = ("tokens", "sequences")
 # the ids LexicalTokenizer gives <pad>, <s>, </s>, <unk> on both sides; the decoder starts from <s>
-FIXED_SPECIAL_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "unk_token_id": 3,
-                     "decoder_start_token_id": 1}
+FIXED_SPECIAL_IDS = {"pad_token_id": PAD_ID, "bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "unk_token_id": UNK_ID,
+                     "decoder_start_token_id": BOS_ID}
 # options only the Transformer reads (an LSTM config must leave them at their defaults)
 TRANSFORMER_OPTIONS = ("num_attention_heads", "ffn_size", "norm_first", "position_encoding", "max_position_embeddings",
                        "relative_attention_max_distance", "attention_source", "attention_dropout")

@@ -293,7 +293,10 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         truncate = truncation_strategy is not None and (
             TruncationStrategy(truncation_strategy) != TruncationStrategy.DO_NOT_TRUNCATE)
         if truncate and max_length is not None:
-            input_ids = [self._truncate(ids, max_length, add_special_tokens) for ids in input_ids]
+            # the special tokens the template added: <s> (sources with source_bos) and </s>
+            prefix = int(add_special_tokens and self._active is self._source and self.source_bos)
+            suffix = int(add_special_tokens)
+            input_ids = [self._truncate(ids, max_length, prefix, suffix) for ids in input_ids]
 
         data = {"input_ids": input_ids}
         if return_length:
@@ -312,14 +315,12 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
             encoded = BatchEncoding({key: value[0] for key, value in encoded.items()})
         return BatchEncoding(dict(encoded), tensor_type=return_tensors, prepend_batch_axis=not batched)
 
-    def _truncate(self, ids: list[int], max_length: int, add_special_tokens: bool) -> list[int]:
+    def _truncate(self, ids: list[int], max_length: int, prefix: int, suffix: int) -> list[int]:
         """Drop words (from the end, or from the start with ``truncation_side="left"``) until `ids` fits in
-        `max_length`; the special tokens the template added stay, so a truncated target still ends in ``</s>`` and
+        `max_length`; the `prefix` and `suffix` special tokens stay, so a truncated target still ends in ``</s>`` and
         teaches the model to stop."""
         if len(ids) <= max_length:
             return ids
-        prefix = int(add_special_tokens and self._active is self._source and self.source_bos)  # <s>
-        suffix = int(add_special_tokens)  # </s>
         if max_length < prefix + suffix:
             raise ValueError(f"max_length={max_length} leaves no room for the special tokens ({prefix + suffix})")
         words = ids[prefix : len(ids) - suffix]
