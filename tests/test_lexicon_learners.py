@@ -572,6 +572,29 @@ def test_ibm2_matches_the_loop_reference(pairs):
     assert learn(pairs, "ibm2").entries == ibm2_reference(sources, targets)
 
 
+@settings(max_examples=15, deadline=None)
+@given(pairs=corpora(allow_empty=True), max_cells=st.integers(1, 40), null=st.sampled_from([0.0, None, 0.3]))
+def test_ibm2_em_in_runs_of_cells_gives_the_same_alignments_to_the_last_bit(pairs, max_cells, null):
+    """Memory is bounded by building the alignment cells a run at a time; the expected counts are still added in cell
+    order, so the run size never changes a tie or a link."""
+    from lexical_hf.lexicon.ibm2 import viterbi_alignments
+
+    corpus = ParallelCorpus.from_pairs(*map(list, zip(*pairs)))
+    for given_side, emitted in ((corpus.source, corpus.target), (corpus.target, corpus.source)):
+        whole = viterbi_alignments(given_side, emitted, 5, 1.0, null, max_cells=1 << 40)
+        assert np.array_equal(viterbi_alignments(given_side, emitted, 5, 1.0, null, max_cells=max_cells), whole)
+
+
+def test_ibm2_em_in_runs_on_a_real_corpus(scan_train):
+    from lexical_hf.lexicon.ibm2 import viterbi_alignments
+
+    corpus = ParallelCorpus.from_dataset(scan_train["template_around_right"])
+    whole = viterbi_alignments(corpus.source, corpus.target, max_cells=1 << 40)
+    assert np.array_equal(viterbi_alignments(corpus.source, corpus.target, max_cells=20_000), whole)
+    with pytest.raises(ValueError, match="max_cells must be >= 1"):
+        viterbi_alignments(corpus.source, corpus.target, max_cells=0)
+
+
 def test_learn_lexicon_takes_the_fallback_rule():
     """The README's `fallback="mutual_exclusivity_or_abstain"` used to be a TypeError in learn_lexicon."""
     from lexical_hf import learn_lexicon
