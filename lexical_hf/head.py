@@ -95,7 +95,8 @@ class LexicalTranslationHead(nn.Module):
     # ------------------------------------------------------------------ the lexicon matrix
     def uniform_lexicon(self) -> torch.Tensor:
         """Every source token spread evenly over the generatable target tokens (the placeholder before a lexicon is set)."""
-        matrix = torch.ones(self.source_vocab_size, self.target_vocab_size)
+        # float32 whatever the default dtype (from_pretrained(dtype=torch.bfloat16) builds the model under it): see _apply
+        matrix = torch.ones(self.source_vocab_size, self.target_vocab_size, dtype=torch.float32)
         matrix[:, self.non_generatable_ids] = 0.0
         return matrix / matrix.sum(-1, keepdim=True)
 
@@ -154,6 +155,18 @@ class LexicalTranslationHead(nn.Module):
     def _non_generatable_index(self, device) -> torch.Tensor:
         return torch.tensor(self.non_generatable_ids, device=device, dtype=torch.long)
 
+    def _apply(self, fn, recurse=True):
+        """`model.to(torch.bfloat16)` / `.half()` cast every floating buffer; the frozen lexicon is kept at float32 or
+        wider: rounding it to 8 mantissa bits would change a learned lexicon (rows no longer sum to 1, and a save
+        writes the rounded values) and buys nothing, since the mixture is computed in float32 anyway. Device moves
+        and casts to float64 apply as usual."""
+        lexicon = self._buffers.get("lexicon")
+        super()._apply(fn, recurse)
+        moved = self._buffers.get("lexicon")
+        if lexicon is not None and moved is not None and moved.dtype in (torch.float16, torch.bfloat16):
+            self._buffers["lexicon"] = lexicon.to(device=moved.device, dtype=torch.float32)
+        return self
+
     # ------------------------------------------------------------------ the mixture
     def forward(
         self,
@@ -165,21 +178,22 @@ class LexicalTranslationHead(nn.Module):
         blocked = self._non_generatable_index(features.device)
         write_logits = self.write_projection(self.output_dropout(features))
         write_logits = write_logits.index_fill(-1, blocked, float("-inf"))
-        log_write = F.log_softmax(write_logits.float(), dim=-1)
+        # the mixture in float32, or float64 for a float64 model (never below float32: log-space sums of bf16 lose it)
+        compute_dtype = torch.promote_types(write_logits.dtype, torch.float32)
+        log_write = F.log_softmax(write_logits.to(compute_dtype), dim=-1)
 
         if not self.uses_lexicon:
             gate = torch.ones(log_write.shape[:-1], device=log_write.device, dtype=log_write.dtype)
             return LexicalHeadOutput(log_probs=log_write, gate=gate)
 
         # p_lex = α · L[x]: (B,T,S) @ (B,S,V) -> (B,T,V); a batched matmul, no (B,T,S,V) tensor.
-        lexicon_rows = self._lexicon_rows(source_ids).to(attention.dtype)
-        lexical_probs = torch.bmm(attention.float(), lexicon_rows.float())
+        lexical_probs = torch.bmm(attention.to(compute_dtype), self._lexicon_rows(source_ids).to(compute_dtype))
         # Where L puts no mass, floor log p_lex at log(tiny) rather than -inf: the mixture stays finite (no NaN
         # gradients through logaddexp) and the floor adds at most |V|·1e-38 probability.
         log_lexical = lexical_probs.clamp_min(torch.finfo(lexical_probs.dtype).tiny).log()
 
         if self.gate_style == "sigmoid":
-            gate_logit = self.gate_projection(gate_features).squeeze(-1).float()
+            gate_logit = self.gate_projection(gate_features).squeeze(-1).to(compute_dtype)
             log_gate, log_one_minus_gate = F.logsigmoid(gate_logit), F.logsigmoid(-gate_logit)
             log_probs = torch.logaddexp(
                 log_gate.unsqueeze(-1) + log_write, log_one_minus_gate.unsqueeze(-1) + log_lexical

@@ -4,6 +4,7 @@ Read top to bottom: the output dataclass, the pre-trained base (initialisation),
 forcing and cached decoding share one path), generation glue, and the lexicon plumbing (set / save / load).
 """
 
+import contextlib
 import copy
 import os
 import re
@@ -357,7 +358,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
                 generation_config = copy.deepcopy(kwargs["generation_config"])
                 generation_config.suppress_tokens = sorted({*(generation_config.suppress_tokens or []), unk_id})
                 kwargs["generation_config"] = generation_config
-        return super().generate(*args, **kwargs)
+        # the LSTM decoder merges its weights once per generate() instead of once per token
+        reusing = getattr(self.model.decoder, "reusing_step_weights", contextlib.nullcontext)
+        with reusing():
+            return super().generate(*args, **kwargs)
 
     # ------------------------------------------------------------------ the lexicon
     def set_lexicon(self, lexicon, tokenizer=None) -> None:

@@ -183,3 +183,32 @@ def test_set_lexicon_rejects_bad_matrices(matrix_fn, message):
 def test_none_mode_has_no_lexicon_to_set():
     with pytest.raises(ValueError, match="none"):
         make_head("none").set_lexicon(torch.ones(VX, VY) / VY)
+
+
+@pytest.mark.parametrize("gate", ["sigmoid", "copy_token"])
+def test_a_float64_head_computes_in_float64(gate):
+    """The mixture runs in float32 at least, never below: a float64 head used to return float32 log-probabilities."""
+    head = make_head(gate=gate).double()
+    features, gate_features, attention, source_ids = (x.double() if x.is_floating_point() else x for x in head_inputs())
+    out = head(features, gate_features, attention, source_ids)
+    assert out.log_probs.dtype == torch.float64 and out.gate.dtype == torch.float64
+    generatable = [i for i in range(VY) if i not in NON_GENERATABLE]  # the others are -inf
+    inputs = (features.requires_grad_(), gate_features.requires_grad_())
+    assert torch.autograd.gradcheck(lambda f, g: head(f, g, attention, source_ids).log_probs[..., generatable], inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_half_precision_cast_keeps_the_frozen_lexicon_exact(toy_tokenizer, tmp_path, dtype):
+    from transformers import AutoModelForSeq2SeqLM
+
+    model = small_model(toy_tokenizer)
+    lexicon = random_lexicon(toy_tokenizer.source_vocab_size, toy_tokenizer.target_vocab_size)
+    model.set_lexicon(lexicon)
+    model.to(dtype)
+    assert model.lexical_head.write_projection.weight.dtype == dtype
+    assert model.lexical_head.lexicon.dtype == torch.float32 and torch.equal(model.lexical_head.lexicon, lexicon)
+    model.save_pretrained(tmp_path / "half")  # the saved lexicon is the exact one
+    assert torch.equal(AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "half").lexical_head.lexicon, lexicon)
+    loaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "half", dtype=dtype)
+    assert loaded.lexical_head.lexicon.dtype == torch.float32 and torch.equal(loaded.lexical_head.lexicon, lexicon)
+    assert model.double().lexical_head.lexicon.dtype == torch.float64  # wider casts apply as usual

@@ -676,3 +676,29 @@ def test_config_refuses_special_ids_the_tokenizer_does_not_use_and_takes_whole_n
         LexicalSeq2SeqConfig(max_decode_length=0)
     config = LexicalSeq2SeqConfig(dropout=0, output_dropout=0, lexicon_temperature=1)
     assert config.dropout == 0 and config.lexicon_temperature == 1
+
+
+def test_cached_decoding_reads_the_attention_keys_from_the_state(toy_tokenizer, toy_data):
+    """The keys W_attᵀ e_j depend only on the source: computed once when the state is created, reordered with the
+    beams, and a state built without them (as before they were cached) decodes the same."""
+    model = lexical_model(toy_tokenizer, **CONFIGS["lexical-copy_token-bidirectional"], attention_query_bias=True)
+    batch = encode_batch(toy_tokenizer, toy_data[5:9])
+    start = torch.full((4, 1), model.config.decoder_start_token_id)
+    with torch.no_grad():
+        encoder_outputs = model.get_encoder()(batch["input_ids"], batch["attention_mask"])
+        step = lambda cache: model(encoder_outputs=encoder_outputs, attention_mask=batch["attention_mask"],  # noqa: E731
+                                   decoder_input_ids=start, cache=cache, use_cache=True)
+        first = step(None)
+        cache = first[CACHE_NAME]
+        memory = encoder_outputs.last_hidden_state
+        torch.testing.assert_close(cache.keys, (memory @ model.model.decoder.attention_query.weight).transpose(1, 2))
+        torch.testing.assert_close(cache.query_bias_scores, memory @ model.model.decoder.attention_query.bias)
+        without_keys = LSTMDecoderCache(cache.hidden, cache.cell, cache.feed, cache.seq_length)
+        torch.testing.assert_close(step(without_keys).logits, step(cache).logits)
+        cache.keys = torch.zeros_like(cache.keys)  # the step reads the state's keys: uniform attention now
+        assert not torch.allclose(step(cache).logits, step(without_keys).logits)
+    order = torch.tensor([3, 0, 0, 2])
+    reordered = first[CACHE_NAME]
+    keys, bias_scores = reordered.keys.clone(), reordered.query_bias_scores.clone()
+    reordered.reorder_cache(order)
+    assert torch.equal(reordered.keys, keys[order]) and torch.equal(reordered.query_bias_scores, bias_scores[order])

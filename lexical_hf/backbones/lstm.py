@@ -6,7 +6,7 @@ size for attention and summed for the decoder's initial state, as in the paper's
 Decoder step i (Luong-style input feeding)::
 
     h_i      = LSTM([emb(y_{i-1}); o_{i-1}], state_{i-1})          o_0 = 0, state_0 = encoder final state
-    α_i^j    ∝ exp(h_iᵀ W_att e_j)                                  (masked on source padding)
+    α_i^j    ∝ exp((W_att h_i)·e_j)                                 (masked on source padding)
     c_i      = Σ_j α_i^j e_j
     o_i      = dropout(W_o [c_i; h_i])                              fed to the next step and to p_write
 
@@ -21,9 +21,10 @@ paper``; see docs/ARCHITECTURE.md):
 The head receives features o_i, gate features h_i and α_i. Input feeding makes the decoder sequential in i, so the
 step loop runs over target positions (each step handles the whole batch, or with teacher forcing only the rows whose
 target is not over yet); everything that does not depend on the recurrence (embeddings, attention keys, the output
-projection in the head) is computed once for all steps.
+projection in the head) is computed once for all steps, and the attention keys once per source in cached decoding.
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -88,17 +89,21 @@ def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, p
 class LSTMDecoderCache:
     """Recurrent decoder state carried between `generate()` steps (the LSTM's "KV cache").
 
-    Holds the LSTM hidden and cell states (num_layers, B, H), the input-feeding vector o_{i-1} (B, H) and how many
-    target tokens have been consumed. `reorder_cache` follows beam search's choice of parents. The class attributes are
-    the parts of transformers' `Cache` interface that `generate()` reads (it is not a key/value cache, so none of
-    its other methods apply).
+    Holds the LSTM hidden and cell states (num_layers, B, H), the input-feeding vector o_{i-1} (B, H), how many
+    target tokens have been consumed, and the attention keys W_attᵀ e_j (B, H, S) with the query bias's scores b·e_j
+    (B, S) or None: they depend only on the encoder's output, so cached decoding computes them once, not at every
+    step. `reorder_cache` follows beam search's choice of parents. The class attributes are the parts of
+    transformers' `Cache` interface that `generate()` reads (it is not a key/value cache, so none of its other
+    methods apply).
     """
 
     is_croppable = False
     is_compileable = False
 
-    def __init__(self, hidden: torch.Tensor, cell: torch.Tensor, feed: torch.Tensor, seq_length: int = 0):
+    def __init__(self, hidden: torch.Tensor, cell: torch.Tensor, feed: torch.Tensor, seq_length: int = 0,
+                 keys: torch.Tensor | None = None, query_bias_scores: torch.Tensor | None = None):
         self.hidden, self.cell, self.feed, self.seq_length = hidden, cell, feed, seq_length
+        self.keys, self.query_bias_scores = keys, query_bias_scores
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.seq_length
@@ -112,6 +117,10 @@ class LSTMDecoderCache:
         self.hidden = self.hidden.index_select(1, beam_idx.to(self.hidden.device))
         self.cell = self.cell.index_select(1, beam_idx.to(self.cell.device))
         self.feed = self.feed.index_select(0, beam_idx.to(self.feed.device))
+        if self.keys is not None:
+            self.keys = self.keys.index_select(0, beam_idx.to(self.keys.device))
+        if self.query_bias_scores is not None:
+            self.query_bias_scores = self.query_bias_scores.index_select(0, beam_idx.to(self.query_bias_scores.device))
 
     def __repr__(self) -> str:
         return f"LSTMDecoderCache(batch={self.feed.shape[0]}, seq_length={self.seq_length})"
@@ -173,7 +182,9 @@ class LSTMAttentionDecoder(nn.Module):
     recurrence is computed here, one step at a time, because input feeding makes every step depend on the previous
     step's attention output. Doing it by hand lets the embedding half of layer 0's input projection run once for all
     steps (one large matmul) and merges each layer's remaining input and recurrent projections into one matmul per
-    step; `test_lstm_step_matches_torch_lstm` checks the arithmetic against `nn.LSTM`.
+    step; `test_lstm_step_matches_torch_lstm` checks the arithmetic against `nn.LSTM`. Merging copies the weights once
+    per call: in training that is once per batch, in generation (one call per token) once per `generate()`
+    (`reusing_step_weights`).
     """
 
     def __init__(self, config):
@@ -197,12 +208,18 @@ class LSTMAttentionDecoder(nn.Module):
         self.combine = nn.Linear(combine_inputs, hidden)
         self.feed_dropout = config.feed_dropout
         self.output_dropout = nn.Dropout(config.output_dropout if config.feed_dropout else 0.0)
+        self._reuse_step_weights, self._merged = False, None  # see reusing_step_weights
 
     def initial_cache(self, encoder_outputs: LexicalEncoderOutput) -> LSTMDecoderCache:
         hidden = encoder_outputs.final_hidden.transpose(0, 1).contiguous()
         cell = encoder_outputs.final_cell.transpose(0, 1).contiguous()
         feed = hidden.new_zeros(hidden.shape[1], hidden.shape[2])
-        return LSTMDecoderCache(hidden, cell, feed, 0)
+        memory = encoder_outputs.last_hidden_state  # (B, S, H)
+        # score_j = (W_att h)·e_j = h·(W_attᵀ e_j): project the memory once instead of the query at every step.
+        keys = (memory @ self.attention_query.weight).transpose(1, 2)  # (B, H, S)
+        # the query bias adds b·e_j to every step's scores: one (B, S) term
+        query_bias_scores = memory @ self.attention_query.bias if self.attention_query.bias is not None else None
+        return LSTMDecoderCache(hidden, cell, feed, 0, keys, query_bias_scores)
 
     def _layer_weights(self, layer: int):
         """(input weight for the embedding part or None, merged [input | recurrent] weight, summed bias)."""
@@ -211,6 +228,33 @@ class LSTMAttentionDecoder(nn.Module):
         if layer == 0:  # input = [embedding; feed]: the embedding part is projected for all steps at once
             return w_ih[:, : self.embedding_size], torch.cat([w_ih[:, self.embedding_size :], w_hh], 1), bias
         return None, torch.cat([w_ih, w_hh], 1), bias
+
+    @contextmanager
+    def reusing_step_weights(self):
+        """Inside, calls without gradients merge the weights (`_step_weights`) once and reuse them. The model's
+        `generate()` runs in it: a cached decode calls the decoder once per token with fixed weights, and merging
+        copies about 8 MB per layer at 2×512, more than a step's arithmetic at small batches."""
+        self._reuse_step_weights, self._merged = True, None
+        try:
+            yield
+        finally:
+            self._reuse_step_weights, self._merged = False, None
+
+    def _step_weights(self):
+        """The per-layer `_layer_weights` and W_o without its embedding part ([c_i; h_i; o_{i-1}] with
+        `combine_decoder_input`)."""
+        if not (self._reuse_step_weights and not torch.is_grad_enabled()):
+            return self._merge_step_weights()
+        if self._merged is None:
+            self._merged = self._merge_step_weights()
+        return self._merged
+
+    def _merge_step_weights(self):
+        w_combine = self.combine.weight
+        if self.combine_decoder_input:
+            start = 2 * self.lstm.hidden_size
+            w_combine = torch.cat([w_combine[:, :start], w_combine[:, start + self.embedding_size :]], 1)
+        return [self._layer_weights(layer) for layer in range(self.num_layers)], w_combine
 
     @staticmethod
     def _cell(gates: torch.Tensor, cell: torch.Tensor):
@@ -239,25 +283,23 @@ class LSTMAttentionDecoder(nn.Module):
         and the one passed in is not modified.
         """
         batch, steps = decoder_input_ids.shape
-        if cache is None:
-            cache = self.initial_cache(encoder_outputs)
+        if cache is None or cache.keys is None:
+            initial = self.initial_cache(encoder_outputs)
+            cache = initial if cache is None else LSTMDecoderCache(
+                cache.hidden, cache.cell, cache.feed, cache.seq_length, initial.keys, initial.query_bias_scores)
         memory = encoder_outputs.last_hidden_state  # (B, S, H)
-        # score_j = (W_att h)·e_j = h·(W_attᵀ e_j): project the memory once instead of the query at every step.
-        keys = (memory @ self.attention_query.weight).transpose(1, 2)  # (B, H, S)
+        keys, query_bias_scores = cache.keys, cache.query_bias_scores
         padding = ~attention_mask.bool()  # (B, S)
-        # the query bias adds b·e_j to every step's scores: one (B, S) term
-        query_bias_scores = memory @ self.attention_query.bias if self.attention_query.bias is not None else None
 
-        weights = [self._layer_weights(layer) for layer in range(self.num_layers)]
+        weights, w_combine = self._step_weights()
         embedded = self.dropout(self.embed_tokens(decoder_input_ids))  # (B, T, E)
         w_embedding, _, bias0 = weights[0]
         embedding_gates = torch.nn.functional.linear(embedded, w_embedding, bias0)  # (B, T, 4H), all steps at once
         between_layers = self.lstm.dropout if self.training else 0.0
-        w_combine, combine_bias = self.combine.weight, self.combine.bias
+        combine_bias = self.combine.bias
         if self.combine_decoder_input:  # the embedding part of W_o, like that of the LSTM input, for all steps at once
-            hidden_size = self.lstm.hidden_size
-            w_combine_embedding = w_combine[:, 2 * hidden_size : 2 * hidden_size + self.embedding_size]
-            w_combine = torch.cat([w_combine[:, : 2 * hidden_size], w_combine[:, 2 * hidden_size + self.embedding_size :]], 1)
+            start = 2 * self.lstm.hidden_size
+            w_combine_embedding = self.combine.weight[:, start : start + self.embedding_size]
             combine_bias = torch.nn.functional.linear(embedded, w_combine_embedding, combine_bias)  # (B, T, H)
         hidden, cell, feed = cache.hidden, cache.cell, cache.feed  # (layers, B, H), (layers, B, H), (B, H)
 
@@ -336,7 +378,8 @@ class LSTMAttentionDecoder(nn.Module):
             feed = torch.cat([state[2] for state in reversed(finished)])
             restore = order.argsort()
             hidden, cell, feed = [h[restore] for h in hidden], [c[restore] for c in cell], feed[restore]
-        new_cache = LSTMDecoderCache(torch.stack(hidden), torch.stack(cell), feed, cache.seq_length + steps)
+        new_cache = LSTMDecoderCache(torch.stack(hidden), torch.stack(cell), feed, cache.seq_length + steps,
+                                     cache.keys, cache.query_bias_scores)
         return features, gate_features, attention, new_cache
 
 
