@@ -311,6 +311,8 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
                 padding_side=padding_side,
                 return_attention_mask=return_attention_mask,
             )
+            if not input_ids and return_attention_mask is not False:  # pad() returns an empty batch as it is
+                encoded["attention_mask"] = []
         if not batched:
             encoded = BatchEncoding({key: value[0] for key, value in encoded.items()})
         return BatchEncoding(dict(encoded), tensor_type=return_tensors, prepend_batch_axis=not batched)

@@ -149,3 +149,9 @@ def test_a_damaged_saved_tokenizer_gives_an_error_naming_the_file(tokenizer, tmp
     source_file.unlink()
     with pytest.raises(ValueError, match="holds source_tokenizer.json; is it missing"):
         AutoTokenizer.from_pretrained(tmp_path)
+
+
+def test_an_empty_batch_has_the_same_keys_as_any_batch(tokenizer):
+    assert set(tokenizer([])) == set(tokenizer(["dax"])) == {"input_ids", "attention_mask"}
+    assert tokenizer([]) == {"input_ids": [], "attention_mask": []}
+    assert set(tokenizer([], return_attention_mask=False)) == {"input_ids"}
