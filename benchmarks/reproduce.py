@@ -26,6 +26,7 @@ a GPU. Every row file records its command, seeds, preset, machine and wall time.
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -132,10 +133,25 @@ def folder_name(task: str, row: str, tier: str) -> str:
 
 
 def run_row(args) -> Path:
+    """Train the row's seeds and write its row file and Hub-ready folder.
+
+    With `--extend` and an existing row file, the new seeds train in a scratch folder beside the row's
+    (`<folder>.extend`) and are merged into the row only if they are new seeds of the same settings (`extend_row`);
+    the row's folder then gets the new seeds' folders, its first seed's weights when that seed is a new one, and the
+    merged results and card. A refused extension leaves the row file and the row's folder as they were."""
+    from lexical_hf.results import parse_seeds
+
     task_args, _, default_seeds = TASKS[args.task]
     _, row_args = ROWS[args.row]
     seeds = args.seeds or default_seeds[args.tier]
-    output_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
+    row_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
+    target = row_file(args.task, args.row, args.tier)
+    extending = args.extend and target.exists()
+    if extending:  # say it before hours of training
+        shared = set(parse_seeds(seeds)) & set(json.loads(target.read_text())["seeds"])
+        if shared:
+            raise SystemExit(f"--extend: seeds {sorted(shared)} are already in {os.path.relpath(target, REPO)}")
+    output_dir = row_dir.with_name(row_dir.name + ".extend") if extending else row_dir
     command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *task_args, *row_args,
                "--preset", "paper" if args.task == "colors" else args.tier, "--seeds", seeds,
                "--parallel_seeds", str(args.parallel_seeds), "--output_dir", str(output_dir),
@@ -145,15 +161,54 @@ def run_row(args) -> Path:
     print("+", " ".join(command), flush=True)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run(command, check=True, env=env, cwd=REPO)
-    target = row_file(args.task, args.row, args.tier)
     target.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads((output_dir / "results.json").read_text())
     results["reproduce_command"] = " ".join(["python", "benchmarks/reproduce.py", *sys.argv[1:]])
-    if args.extend and target.exists():
-        results = extend_row(json.loads(target.read_text()), results)
-    target.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {target.relative_to(REPO)} and {output_dir}")
+    if extending:
+        results = extend_row(json.loads(target.read_text()), results)  # raises before anything of the row changes
+        merge_into_row_folder(output_dir, row_dir, results)
+    write_text_atomic(target, json.dumps(results, indent=1) + "\n")
+    print(f"wrote {os.path.relpath(target, REPO)} and {row_dir}")
     return target
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """A reader (another row's summary running meanwhile) sees the old file or the new one, never half of it."""
+    staged = path.with_name(f".{path.name}.partial")
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, path)
+
+
+def merge_into_row_folder(extension_dir: Path, row_dir: Path, merged: dict) -> None:
+    """After `--extend`: move the new seeds' folders into the row's folder; publish the new run's weights there when
+    the merged row's first seed is one of its seeds; write the merged results and their card."""
+    from lexical_hf.lexicon import Lexicon
+    from lexical_hf.model_card import build_model_card
+    from lexical_hf.results import run_markdown
+
+    new_seeds = json.loads((extension_dir / "results.json").read_text())["seeds"]
+    if merged["seeds"][0] in new_seeds or not (row_dir / "results.json").exists():
+        if merged["seeds"][0] not in new_seeds:  # the row's first seed was trained elsewhere and its weights are not here
+            print(f"{row_dir} is missing: it stays so (`--publish` rebuilds it from the row file); the new seeds are in "
+                  f"{extension_dir}")
+            return
+        row_dir.mkdir(parents=True, exist_ok=True)
+        for item in extension_dir.iterdir():  # the new first seed's weights, tokenizer and lexicon
+            if item.is_file() and not item.name.startswith("."):
+                shutil.copy2(item, row_dir / f".{item.name}.partial")
+                os.replace(row_dir / f".{item.name}.partial", row_dir / item.name)
+    for seed in new_seeds:
+        source, destination = extension_dir / "seeds" / f"seed-{seed}", row_dir / "seeds" / f"seed-{seed}"
+        if source.is_dir():
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(destination, ignore_errors=True)
+            shutil.move(str(source), str(destination))
+    lexicon = Lexicon.from_pretrained(row_dir) if (row_dir / "lexicon.json").exists() else None
+    folder_results = {key: value for key, value in merged.items() if key != "reproduce_command"}
+    write_text_atomic(row_dir / "results.json", json.dumps(folder_results, indent=2, default=str) + "\n")
+    write_text_atomic(row_dir / "results.md", run_markdown(folder_results))
+    write_text_atomic(row_dir / "README.md", str(build_model_card(folder_results, lexicon)))
+    shutil.rmtree(extension_dir)
 
 
 def with_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
@@ -171,8 +226,6 @@ def with_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
 def publish_row(args) -> int:
     """`--publish`: train the row file's first seed again into the row's folder and compare its metrics with the row's."""
     import shlex
-
-    from lexical_hf.results import flatten
 
     target = row_file(args.task, args.row, args.tier)
     shown = os.path.relpath(target, REPO)
@@ -192,21 +245,32 @@ def publish_row(args) -> int:
     subprocess.run(command, check=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}, cwd=REPO)
     measured = json.loads((output_dir / "results.json").read_text())["per_seed"][seed]
     print(f"{shown}, seed {seed}: the row's record against the run now")
+    worst = largest_difference(row["per_seed"][seed], measured, args.tolerance)
+    verdict = "reproduced" if worst <= args.tolerance else "NOT reproduced"
+    print(f"{verdict}: largest difference {worst:.2e} (tolerance {args.tolerance:g}); folder {output_dir}")
+    return 0 if worst <= args.tolerance else 1
+
+
+def largest_difference(recorded: dict, measured: dict, tolerance: float) -> float:
+    """Print every numeric metric of one seed, recorded against measured, and return the largest difference; a metric
+    missing from `measured`, or NaN on either side, is an infinite difference (it never agrees)."""
+    from lexical_hf.results import flatten
+
     worst = 0.0
-    for split, metrics in row["per_seed"][seed].items():
+    for split, metrics in recorded.items():
         if split == "train_seconds":
             continue
-        now = flatten(measured[split])
+        now = flatten(measured.get(split, {}))
         for name, value in flatten(metrics).items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             difference = abs(now[name] - value) if isinstance(now.get(name), (int, float)) else float("inf")
+            if math.isnan(difference):  # max() would drop a NaN
+                difference = float("inf")
             worst = max(worst, difference)
-            mark = "" if difference <= args.tolerance else "  <-- differs"
+            mark = "" if difference <= tolerance else "  <-- differs"
             print(f"  {split}/{name:<40} {value:>12.6f} {now.get(name, float('nan')):>12.6f} {difference:>10.2e}{mark}")
-    verdict = "reproduced" if worst <= args.tolerance else "NOT reproduced"
-    print(f"{verdict}: largest difference {worst:.2e} (tolerance {args.tolerance:g}); folder {output_dir}")
-    return 0 if worst <= args.tolerance else 1
+    return worst
 
 
 # What must agree for two runs to be seeds of one row: everything but the seeds, the output folder and the machine.
@@ -232,9 +296,11 @@ def extend_row(earlier: dict, new: dict) -> dict:
     """The row file of `earlier`'s seeds plus `new`'s (`--extend`): per-seed metrics merged, summary recomputed.
 
     Raises `ValueError` when the two runs differ in anything but seeds and machine, or share a seed."""
-    from lexical_hf.results import summarize_row
+    from lexical_hf.results import settings_differences, summarize_row
 
     differing = [key for key in SAME_ROW_KEYS if row_setting(earlier, key) != row_setting(new, key)]
+    if earlier.get("settings") and new.get("settings"):  # recorded since 2026-11-25: everything the seeds depend on
+        differing += settings_differences(earlier["settings"], new["settings"])
     if differing:
         raise ValueError(f"--extend: the existing row file was run with other settings ({', '.join(differing)}); "
                          "rerun every seed instead")
@@ -243,11 +309,15 @@ def extend_row(earlier: dict, new: dict) -> dict:
         raise ValueError(f"--extend: seeds {sorted(shared, key=int)} are already in the row file")
     per_seed = {**earlier["per_seed"], **new["per_seed"]}
     per_seed = {seed: per_seed[seed] for seed in sorted(per_seed, key=int)}
-    runs = earlier.get("runs") or [{key: earlier.get(key) for key in ("command", "reproduce_command", "seeds", "machine")}]
-    runs = runs + [{key: new.get(key) for key in ("command", "reproduce_command", "seeds", "machine")}]
-    merged = {**new, "seeds": [int(seed) for seed in per_seed], "per_seed": per_seed, "runs": runs}
-    if earlier["machine"] != new["machine"]:
-        merged["machine"] = " | ".join(dict.fromkeys(run["machine"] for run in runs))
+    run_keys = ("command", "reproduce_command", "seeds", "machine", "source_revision")
+    runs = earlier.get("runs") or [{key: earlier.get(key) for key in run_keys}]
+    runs = runs + [{key: new.get(key) for key in run_keys}]
+    merged = {**new, "run_name": earlier.get("run_name", new.get("run_name")), "seeds": [int(seed) for seed in per_seed],
+              "per_seed": per_seed, "runs": runs}
+    # every machine and every code revision that trained some of the seeds, in order
+    merged["machine"] = " | ".join(dict.fromkeys(run["machine"] for run in runs if run.get("machine")))
+    revisions = dict.fromkeys(run.get("source_revision") for run in runs)
+    merged["source_revision"] = " | ".join(r or "unrecorded" for r in revisions) if len(revisions) > 1 else new.get("source_revision")
     merged.update(summarize_row(per_seed))
     return merged
 
@@ -328,8 +398,11 @@ def summarize() -> str:
             wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
             seeds = results["seeds"]
             seed_text = f"{len(seeds)} ({seeds[0]}–{seeds[-1]})" if seeds == list(range(seeds[0], seeds[-1] + 1)) else str(seeds)
-            machine = results.get("machine", "?").split(";")[0]
-            code = f"`{results['source_revision']}`" if results.get("source_revision") else "before d8e876d"
+            # the device part of each machine that ran seeds of the row (" | " between runs on different machines)
+            machine = " + ".join(dict.fromkeys(part.split(";")[0].strip() for part in results.get("machine", "?").split(" | ")))
+            # one revision per run that trained seeds of the row (" | " in the row file; a pipe would split the cell)
+            code = (", ".join(f"`{revision}`" for revision in results["source_revision"].split(" | "))
+                    if results.get("source_revision") else "before d8e876d")
             link = f"[{fmt(mean, std, digits)}]({task_folder(task)}/{path.name})"
             if task == "eng-cmn":
                 one_shot = metric_values(results, "bleu_paper_one_shot.score")

@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,7 +41,6 @@ from transformers import (
     set_seed,
 )
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
-from transformers.trainer_utils import get_last_checkpoint
 
 import lexical_hf
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
@@ -50,7 +50,7 @@ from lexical_hf.cli import parse_learner_params
 from lexical_hf.decoding import generate_texts
 from lexical_hf.lexicon import Lexicon, apply_lexicon, learn_lexicon
 from lexical_hf.lexicon.lexicon import REPLACEABLE_FALLBACKS, replaced_fallback
-from lexical_hf.results import results_markdown, summarize_row
+from lexical_hf.results import parse_seeds, run_markdown, settings_differences, summarize_row
 
 logger = logging.getLogger("run_lexical")
 
@@ -180,21 +180,6 @@ class ExperimentArguments:
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
-def parse_seeds(text: str) -> list[int]:
-    seeds = []
-    for part in text.split(","):
-        if "-" in part:
-            low, high = map(int, part.split("-"))
-            if high < low:
-                raise ValueError(f"--seeds {text!r}: the range {part.strip()!r} runs backwards; write {high}-{low}")
-            seeds.extend(range(low, high + 1))
-        elif part.strip():
-            seeds.append(int(part))
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds {text!r} must name distinct seeds, e.g. 0-9 or 0,3,7")
-    return seeds
-
-
 def flag_value(argv: list[str], name: str, default=None):
     """The value of ``--name value`` / ``--name=value`` in argv (the last one wins, as in argparse), else default."""
     value = default
@@ -335,11 +320,6 @@ def tie_break_summary(lexicon: Lexicon | None) -> str | None:
     return f"{len(changed)} inputs: {shown} (sha256 {digest})"
 
 
-def markdown_table(results: dict) -> str:
-    header = f"# {results['run_name']}\n\nSeeds: {results['seeds']} · preset `{results['preset']}` · machine: {results['machine']}\n\n"
-    return header + results_markdown(results)
-
-
 # ---------------------------------------------------------------------------------------------------- one seed
 # ModelArguments whose None means "LexicalSeq2SeqConfig's default" (the presets fill in the rest)
 OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "feed_dropout", "combine_decoder_input", "attention_query_bias",
@@ -470,7 +450,7 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     )
     resume = None
     if training_args.resume_from_checkpoint:
-        resume = get_last_checkpoint(str(seed_dir)) if seed_dir.is_dir() else None
+        resume = last_complete_checkpoint(seed_dir)
         if resume:
             logger.info(f"seed {seed}: resuming from {resume}")
     start = time.perf_counter()
@@ -520,6 +500,8 @@ def main(argv=None):
                  training_args.gradient_accumulation_steps)
         logger.warning(f"{parts[0]} processes: the effective batch is {parts[0]} × {parts[1]} × {parts[2]} (processes × "
                        f"per device × accumulation) = {math.prod(parts)}; the presets' recipes assume one process")
+    if experiment_args.model_card_template and not Path(experiment_args.model_card_template).is_file():
+        raise FileNotFoundError(f"--model_card_template {experiment_args.model_card_template} not found")  # not after training
     seeds = parse_seeds(experiment_args.seeds)
     output_dir = Path(training_args.output_dir)
     # the code that trains is the checkout as it is now, not as it is when training ends hours later
@@ -608,27 +590,57 @@ def main(argv=None):
         "machine": machine_description(experiment_args.parallel_seeds),
         "world_size": training_args.world_size,
         "example_source": raw[(test_splits(raw) or ["train"])[0]][0]["source"],  # train: a run without evaluation
+        "settings": settings,  # everything the seeds' results depend on: reproduce.py --extend compares them
         "per_seed": per_seed,
     }
     results.update(summarize_row(per_seed))
     publish_folder(output_dir, seeds[0], tokenizer, lexicon, results, experiment_args, training_args)
-    print(markdown_table(results))
+    print(run_markdown(results))
     return results
+
+
+def last_complete_checkpoint(seed_dir: Path) -> str | None:
+    """The newest `checkpoint-N` in `seed_dir` whose save finished, or None.
+
+    The Trainer writes `trainer_state.json` last, and not atomically: a save that a timeout or a kill interrupts leaves
+    a folder without a readable one. `get_last_checkpoint` would still pick that folder, and every later resume would
+    fail on it; here it is skipped (and left in place: the next save at that step writes it again)."""
+    numbered = [(int(path.name.split("-")[1]), path) for path in seed_dir.glob("checkpoint-*")
+                if path.is_dir() and re.fullmatch(r"checkpoint-\d+", path.name)] if seed_dir.is_dir() else []
+    for _, path in sorted(numbered, reverse=True):
+        try:
+            json.loads((path / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            logger.warning(f"{path}: no readable trainer_state.json (its save was interrupted); not resuming from it")
+            continue
+        return str(path)
+    return None
+
+
+def write_json_atomic(path: Path, value) -> None:
+    """`path` holds either its old content or all of the new, never part of it (an interrupted write)."""
+    staged = path.with_name(f".{path.name}.partial")
+    staged.write_text(json.dumps(value, indent=2, default=str) + "\n")
+    os.replace(staged, path)
 
 
 def seed_settings(args, lexicon) -> dict:
     """Everything a seed's result depends on besides the seed (data, lexicon, model, training recipe), as JSON values:
     a finished or interrupted seed is reused by --resume_from_checkpoint only when these are unchanged."""
     data_args, lexicon_args, model_args, experiment_args, training_args = args
+    # evaluation steps belong here too: which checkpoint validation selects, and the random numbers that evaluation
+    # draws between updates (DataLoader seeds), depend on them
     training_keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
-                     "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy", "generation_num_beams")
+                     "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy", "generation_num_beams",
+                     "eval_strategy", "eval_steps")
     settings = {
-        "data": {key: getattr(data_args, key) for key in ("benchmark", "benchmark_config", "train_file", "validation_file",
-                                                          "test_file", "validation_fraction", "max_train_samples",
-                                                          "source_bos")},
+        "data": {key: getattr(data_args, key) for key in ("benchmark", "benchmark_config", "benchmark_splits", "train_file",
+                                                          "validation_file", "test_file", "validation_fraction",
+                                                          "max_train_samples", "max_eval_samples", "source_bos")},
         # what L is made of, not the lexicon's provenance (a dataset fingerprint can differ between two loads of a file)
         "lexicon": None if lexicon is None else lexicon.content_sha256(),
+        "lexicon_use": {key: getattr(lexicon_args, key) for key in ("learn_lexicon", "lexicon_temperature")},
         "model": asdict(model_args),
         "training": {key: getattr(training_args, key, None) for key in training_keys},
         "selection": experiment_args.selection,
@@ -640,7 +652,8 @@ def seed_settings(args, lexicon) -> dict:
 def check_seed_settings(seed_dir: Path, settings: dict) -> None:
     """Refuse to reuse a seed folder trained with other settings: it would pair old weights or metrics with the new
     run's results.json, card and lexicon. An unfinished seed may go on to more updates (continued training); a folder
-    from before settings were recorded is reused with a warning."""
+    from before settings were recorded is reused with a warning, and one from before some were recorded is checked on
+    those it records."""
     finished = (seed_dir / "metrics.json").exists()
     if not (finished or any(seed_dir.glob("checkpoint-*"))):
         return
@@ -649,15 +662,8 @@ def check_seed_settings(seed_dir: Path, settings: dict) -> None:
         logger.warning(f"{seed_dir} records no settings (written before they were recorded): reused unchecked")
         return
     recorded = json.loads(recorded_file.read_text())
-    differing = []
-    for key in sorted({*recorded, *settings}):
-        old, new = recorded.get(key), settings.get(key)
-        if isinstance(old, dict) and isinstance(new, dict):
-            differing += [f"{key}.{name}: {old.get(name)!r} → {new.get(name)!r}" for name in sorted({*old, *new})
-                          if old.get(name) != new.get(name)
-                          and (finished or f"{key}.{name}" not in ("training.max_steps", "training.num_train_epochs"))]
-        elif old != new:
-            differing.append("lexicon: other entries or settings" if key == "lexicon" else f"{key}: {old!r} → {new!r}")
+    differing = settings_differences(
+        recorded, settings, ignore=() if finished else ("training.max_steps", "training.num_train_epochs"))
     if differing:
         raise ValueError(f"--resume_from_checkpoint: {seed_dir} was trained with other settings ({'; '.join(differing)}); "
                          f"use another --output_dir, or remove {seed_dir} to train it again")
@@ -669,7 +675,7 @@ def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir
     seed_dir = output_dir / "seeds" / f"seed-{seed}"
     if training_args.process_index == 0:
         seed_dir.mkdir(parents=True, exist_ok=True)
-        (seed_dir / "settings.json").write_text(json.dumps(seed_settings(args, lexicon), indent=1) + "\n")
+        write_json_atomic(seed_dir / "settings.json", seed_settings(args, lexicon))
     trainer, metrics = train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir)
     if trainer.is_world_process_zero():
         seed_dir.mkdir(parents=True, exist_ok=True)
@@ -679,7 +685,7 @@ def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir
         if not experiment_args.keep_seed_checkpoints:
             for checkpoint in seed_dir.glob("checkpoint-*"):
                 shutil.rmtree(checkpoint, ignore_errors=True)
-        (seed_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_json_atomic(seed_dir / "metrics.json", metrics)
         summary_line = "  ".join(f"{split}: EM {m['exact_match']:.3f}" for split, m in metrics.items() if "exact_match" in m)
         print(f"[seed {seed}] {summary_line}", flush=True)
     return metrics
@@ -742,7 +748,13 @@ def publish_folder(output_dir: Path, first_seed: int, tokenizer, lexicon, result
 
     The weights are `first_seed`'s, copied (not moved) from seeds/seed-K/final: runs over other seed sets can share
     output_dir (`--resume_from_checkpoint true` reads finished seeds), so the seed's own copy must survive for the
-    next aggregation to publish it again."""
+    next aggregation to publish it again. The card is rendered before anything is replaced, and every file is
+    replaced atomically, so a failure leaves each file whole; a lexicon.json of an earlier run with a lexicon is
+    removed when this one has none."""
+    from lexical_hf.model_card import build_model_card
+
+    card = str(build_model_card(results, lexicon, template=experiment_args.model_card_template,
+                                repo_id=training_args.hub_model_id))
     final = output_dir / "seeds" / f"seed-{first_seed}" / "final"
     if final.is_dir() and any(final.glob("*.safetensors")):
         for item in final.iterdir():
@@ -763,12 +775,13 @@ def publish_folder(output_dir: Path, first_seed: int, tokenizer, lexicon, result
             )
     if lexicon is not None:
         lexicon.save_pretrained(output_dir)
-    (output_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    (output_dir / "results.md").write_text(markdown_table(results))
-    from lexical_hf.model_card import write_model_card
-
-    write_model_card(output_dir, results, lexicon, template=experiment_args.model_card_template,
-                     repo_id=training_args.hub_model_id)
+    else:
+        (output_dir / "lexicon.json").unlink(missing_ok=True)
+    write_json_atomic(output_dir / "results.json", results)
+    for name, text in (("results.md", run_markdown(results)), ("README.md", card)):
+        staged = output_dir / f".{name}.partial"
+        staged.write_text(text, encoding="utf-8")
+        os.replace(staged, output_dir / name)
     if training_args.push_to_hub:
         from huggingface_hub import HfApi
 

@@ -1,4 +1,5 @@
-"""Multi-seed results: mean ± std per split and metric, and their Markdown table (used by the run script and cards)."""
+"""Multi-seed results: seed lists, mean ± std per split and metric, their Markdown table, and the comparison of two
+runs' settings (used by the run script, `benchmarks/reproduce.py` and the model cards)."""
 
 import statistics
 
@@ -52,3 +53,43 @@ def results_markdown(results: dict) -> str:
                 per_seed = ", ".join(f"{flatten(m[split])[key]:.3f}" for m in results["per_seed"].values())
                 lines.append(f"| {split} | {key} | {metrics[key]['mean']:.3f} ± {metrics[key]['std']:.3f} | {per_seed} |")
     return "\n".join(lines) + "\n"
+
+
+def run_markdown(results: dict) -> str:
+    """A run's results.md: its name, seeds, preset and machine, then `results_markdown`."""
+    header = f"# {results['run_name']}\n\nSeeds: {results['seeds']} · preset `{results['preset']}` · machine: {results['machine']}\n\n"
+    return header + results_markdown(results)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and single seeds mix. Raises `ValueError` for a
+    backwards range, a repeated seed or none at all."""
+    seeds = []
+    for part in text.split(","):
+        if "-" in part:
+            low, high = map(int, part.split("-"))
+            if high < low:
+                raise ValueError(f"--seeds {text!r}: the range {part.strip()!r} runs backwards; write {high}-{low}")
+            seeds.extend(range(low, high + 1))
+        elif part.strip():
+            seeds.append(int(part))
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds {text!r} must name distinct seeds, e.g. 0-9 or 0,3,7")
+    return seeds
+
+
+def settings_differences(recorded: dict, current: dict, ignore: tuple[str, ...] = ()) -> list[str]:
+    """What differs between two runs' settings (`run_lexical.seed_settings`: groups of named values), as
+    ``"group.name: old → new"`` lines; names in `ignore` (``"group.name"``) are not compared.
+
+    A group or name that `recorded` lacks was not recorded by the version that wrote it: it is not compared, so older
+    seed folders and row files stay usable (checked on what they do record)."""
+    differing = []
+    for key in sorted(recorded):
+        old, new = recorded[key], current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            differing += [f"{key}.{name}: {old[name]!r} → {new.get(name)!r}" for name in sorted(old)
+                          if old[name] != new.get(name) and f"{key}.{name}" not in ignore]
+        elif old != new and key not in ignore:
+            differing.append(f"{key}: other entries or settings" if key == "lexicon" else f"{key}: {old!r} → {new!r}")
+    return differing

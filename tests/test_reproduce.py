@@ -193,3 +193,47 @@ def test_publish_rebuilds_the_rows_folder_and_checks_it_against_the_row(reproduc
     assert "NOT reproduced" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         reproduce.main([*argv, "--seeds", "0"])
+
+
+def test_publish_counts_a_nan_metric_as_a_difference(reproduce, capsys):
+    recorded = {"test": {"exact_match": 0.5, "token_accuracy": 0.9}, "train_seconds": {"value": 1.0}}
+    assert reproduce.largest_difference(recorded, {"test": {"exact_match": 0.5, "token_accuracy": 0.9}}, 0.0) == 0.0
+    for measured in ({"test": {"exact_match": 0.5, "token_accuracy": float("nan")}}, {"test": {"exact_match": 0.5}}, {}):
+        assert reproduce.largest_difference(recorded, measured, 0.0) == float("inf")
+    assert "<-- differs" in capsys.readouterr().out
+
+
+def test_extend_trains_aside_and_merges_only_new_seeds_of_the_same_settings(reproduce, tmp_path, monkeypatch):
+    """--extend used to train into the row's folder before checking anything: a refused extension had already
+    replaced the folder's weights, and an accepted one left it with the new run's first seed and a card of the new
+    seeds only. Settings that results.json did not record (e.g. --max_eval_samples) merged silently."""
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "test.tsv").write_text("dax dax\tRED RED\nlug lug\tBLUE BLUE\nlug dax\tBLUE RED\n")
+    monkeypatch.setitem(reproduce.TASKS, "colors", (
+        ["--train_file", str(tmp_path / "train.tsv"), "--test_file", str(tmp_path / "test.tsv")],
+        *reproduce.TASKS["colors"][1:]))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    tiny = ["--embedding_size", "8", "--hidden_size", "8", "--num_layers", "1", "--max_steps", "3"]
+    root = tmp_path / "outputs"
+    row_args = ["--task", "colors", "--row", "simple", "--output_root", str(root), "--parallel_seeds", "1"]
+    assert reproduce.main([*row_args, "--seeds", "0", *tiny]) == 0
+    row_path, folder = tmp_path / "colors" / "simple.json", root / "lexical-colors-simple"
+    weights = (folder / "model.safetensors").read_bytes()
+
+    assert reproduce.main([*row_args, "--seeds", "1", "--extend", *tiny]) == 0
+    row = json.loads(row_path.read_text())
+    assert row["seeds"] == [0, 1] and row["run_name"] == "lexical-colors-simple"
+    assert [run["seeds"] for run in row["runs"]] == [[0], [1]] and all("source_revision" in run for run in row["runs"])
+    in_folder = json.loads((folder / "results.json").read_text())
+    assert in_folder["seeds"] == [0, 1] and in_folder["summary"] == row["summary"]
+    assert (folder / "model.safetensors").read_bytes() == weights  # still seed 0's, the row's first seed
+    assert "mean over 2 seeds" in (folder / "README.md").read_text()
+    assert (folder / "seeds" / "seed-1" / "metrics.json").is_file() and not (root / "lexical-colors-simple.extend").exists()
+
+    with pytest.raises(SystemExit, match=r"seeds \[1\] are already in"):  # before any training
+        reproduce.main([*row_args, "--seeds", "1-2", "--extend", *tiny])
+    with pytest.raises(ValueError, match="data.max_eval_samples: None → 2"):
+        reproduce.main([*row_args, "--seeds", "2", "--extend", *tiny, "--max_eval_samples", "2"])
+    assert json.loads(row_path.read_text()) == row and json.loads((folder / "results.json").read_text()) == in_folder
+    assert (folder / "model.safetensors").read_bytes() == weights

@@ -173,13 +173,14 @@ def test_resume_after_an_interrupted_seed_gives_the_same_result(tmp_path, sampli
     run([sys.executable], tmp_path / "straight", common)
     interrupted = tmp_path / "resumed"
     run([sys.executable], interrupted, [*common, "--max_steps", "30", "--keep_seed_checkpoints", "true"])
-    # simulate a crash after step 20: drop the finished state and the last checkpoint
+    # simulate a crash while step 30 was being saved: no finished state, and checkpoint-30 without the
+    # trainer_state.json that the Trainer writes last (resuming from it used to fail on every later attempt)
     seed_dir = interrupted / "seeds" / "seed-0"
     (seed_dir / "metrics.json").unlink()
-    import shutil
-
-    shutil.rmtree(seed_dir / "checkpoint-30")
-    run([sys.executable], interrupted, [*common, "--resume_from_checkpoint", "true"])
+    (seed_dir / "checkpoint-30" / "trainer_state.json").unlink()
+    resumed = run([sys.executable], interrupted, [*common, "--resume_from_checkpoint", "true"])
+    assert "checkpoint-30: no readable trainer_state.json" in resumed.stderr
+    assert "resuming from " + str(seed_dir / "checkpoint-20") in resumed.stderr
     a = json.loads((tmp_path / "straight" / "results.json").read_text())["per_seed"]["0"]["test"]
     b = json.loads((interrupted / "results.json").read_text())["per_seed"]["0"]["test"]
     assert a == b
@@ -283,6 +284,7 @@ def test_bad_arguments_fail_clearly(tmp_path):
                            (["--lexicon", "copy", "--lexicon_path", str(tmp_path)], "--lexicon_path replaces the learner"),
                            (["--lexicon_path", str(tmp_path), "--lexicon_tie_break", "string"], "carries its own tie-breaks"),
                            (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark"),
+                           (["--model_card_template", str(tmp_path / "missing.md")], "--model_card_template"),
                            (["--push_to_hub", "true"], "--push_to_hub with HF_HUB_OFFLINE=1")):  # before training
         result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
@@ -484,8 +486,17 @@ def test_resume_refuses_a_seed_trained_with_other_settings(tmp_path):
 
     assert run_with().returncode == 0
     assert json.loads((tmp_path / "seeds" / "seed-0" / "settings.json").read_text())["model"]["hidden_size"] == 16
-    other = run_with("--hidden_size", "32", "--resume_from_checkpoint", "true")
-    assert other.returncode != 0 and "model.hidden_size: 16 → 32" in other.stderr, other.stderr[-2000:]
+    for extra, message in ((["--hidden_size", "32"], "model.hidden_size: 16 → 32"),
+                           (["--max_eval_samples", "3"], "data.max_eval_samples: None → 3"),
+                           (["--learn_lexicon", "true"], "lexicon_use.learn_lexicon: False → True")):
+        other = run_with(*extra, "--resume_from_checkpoint", "true")
+        assert other.returncode != 0 and message in other.stderr, other.stderr[-2000:]
+    # a settings.json written before some settings were recorded is checked on those it records
+    recorded = json.loads((tmp_path / "seeds" / "seed-0" / "settings.json").read_text())
+    del recorded["lexicon_use"], recorded["data"]["max_eval_samples"]
+    (tmp_path / "seeds" / "seed-0" / "settings.json").write_text(json.dumps(recorded))
+    older = run_with("--max_eval_samples", "3", "--resume_from_checkpoint", "true")
+    assert older.returncode == 0 and "seed 0: already finished" in older.stderr, older.stderr[-2000:]
     same = run_with("--resume_from_checkpoint", "true")
     assert same.returncode == 0 and "seed 0: already finished" in same.stderr, same.stderr[-2000:]
     path = run_with("--resume_from_checkpoint", str(tmp_path / "seeds" / "seed-0"))
@@ -552,3 +563,14 @@ def test_cli_arguments_are_checked_before_any_work(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
     assert cli.main(["evaluate", "outputs/no-such-folder"]) == 2  # a typo reads like a repo id: both are named
     assert "outputs/no-such-folder: no such local folder, and as a Hub repo id" in capsys.readouterr().err
+
+
+def test_a_run_without_a_lexicon_leaves_no_earlier_lexicon_in_the_folder(tmp_path):
+    """A folder reused by a run with --lexicon none kept the earlier run's lexicon.json, which push_to_hub uploaded
+    and Lexicon.from_pretrained read as this model's."""
+    run([sys.executable], tmp_path, ["--seeds", "0", "--max_steps", "3"])
+    assert (tmp_path / "lexicon.json").is_file()
+    run([sys.executable], tmp_path, ["--seeds", "0", "--max_steps", "3", "--lexicon", "none"])
+    assert json.loads((tmp_path / "results.json").read_text())["lexicon"] == "none"
+    assert not (tmp_path / "lexicon.json").exists()
+    assert not list(tmp_path.glob(".*.partial"))  # the atomic writes leave nothing behind
