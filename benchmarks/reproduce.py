@@ -139,7 +139,7 @@ def run_row(args) -> Path:
     (`<folder>.extend`) and are merged into the row only if they are new seeds of the same settings (`extend_row`);
     the row's folder then gets the new seeds' folders, its first seed's weights when that seed is a new one, and the
     merged results and card. A refused extension leaves the row file and the row's folder as they were."""
-    from lexical_hf.results import parse_seeds
+    from lexical_hf.results import parse_seeds, replace_atomically
 
     task_args, _, default_seeds = TASKS[args.task]
     _, row_args = ROWS[args.row]
@@ -167,16 +167,9 @@ def run_row(args) -> Path:
     if extending:
         results = extend_row(json.loads(target.read_text()), results)  # raises before anything of the row changes
         merge_into_row_folder(output_dir, row_dir, results)
-    write_text_atomic(target, json.dumps(results, indent=1) + "\n")
+    replace_atomically(target, json.dumps(results, indent=1) + "\n")
     print(f"wrote {os.path.relpath(target, REPO)} and {row_dir}")
     return target
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """A reader (another row's summary running meanwhile) sees the old file or the new one, never half of it."""
-    staged = path.with_name(f".{path.name}.partial")
-    staged.write_text(text, encoding="utf-8")
-    os.replace(staged, path)
 
 
 def merge_into_row_folder(extension_dir: Path, row_dir: Path, merged: dict) -> None:
@@ -184,7 +177,7 @@ def merge_into_row_folder(extension_dir: Path, row_dir: Path, merged: dict) -> N
     the merged row's first seed is one of its seeds; write the merged results and their card."""
     from lexical_hf.lexicon import Lexicon
     from lexical_hf.model_card import build_model_card
-    from lexical_hf.results import run_markdown
+    from lexical_hf.results import replace_atomically, run_markdown
 
     new_seeds = json.loads((extension_dir / "results.json").read_text())["seeds"]
     if merged["seeds"][0] in new_seeds or not (row_dir / "results.json").exists():
@@ -195,8 +188,7 @@ def merge_into_row_folder(extension_dir: Path, row_dir: Path, merged: dict) -> N
         row_dir.mkdir(parents=True, exist_ok=True)
         for item in extension_dir.iterdir():  # the new first seed's weights, tokenizer and lexicon
             if item.is_file() and not item.name.startswith("."):
-                shutil.copy2(item, row_dir / f".{item.name}.partial")
-                os.replace(row_dir / f".{item.name}.partial", row_dir / item.name)
+                replace_atomically(row_dir / item.name, copy_from=item)
     for seed in new_seeds:
         source, destination = extension_dir / "seeds" / f"seed-{seed}", row_dir / "seeds" / f"seed-{seed}"
         if source.is_dir():
@@ -205,9 +197,9 @@ def merge_into_row_folder(extension_dir: Path, row_dir: Path, merged: dict) -> N
             shutil.move(str(source), str(destination))
     lexicon = Lexicon.from_pretrained(row_dir) if (row_dir / "lexicon.json").exists() else None
     folder_results = {key: value for key, value in merged.items() if key != "reproduce_command"}
-    write_text_atomic(row_dir / "results.json", json.dumps(folder_results, indent=2, default=str) + "\n")
-    write_text_atomic(row_dir / "results.md", run_markdown(folder_results))
-    write_text_atomic(row_dir / "README.md", str(build_model_card(folder_results, lexicon)))
+    replace_atomically(row_dir / "results.json", json.dumps(folder_results, indent=2, default=str) + "\n")
+    replace_atomically(row_dir / "results.md", run_markdown(folder_results))
+    replace_atomically(row_dir / "README.md", str(build_model_card(folder_results, lexicon)))
     shutil.rmtree(extension_dir)
 
 

@@ -50,7 +50,7 @@ from lexical_hf.cli import parse_learner_params
 from lexical_hf.decoding import generate_texts
 from lexical_hf.lexicon import Lexicon, apply_lexicon, learn_lexicon
 from lexical_hf.lexicon.lexicon import REPLACEABLE_FALLBACKS, replaced_fallback
-from lexical_hf.results import parse_seeds, run_markdown, settings_differences, summarize_row
+from lexical_hf.results import parse_seeds, replace_atomically, run_markdown, settings_differences, summarize_row
 
 logger = logging.getLogger("run_lexical")
 
@@ -618,10 +618,7 @@ def last_complete_checkpoint(seed_dir: Path) -> str | None:
 
 
 def write_json_atomic(path: Path, value) -> None:
-    """`path` holds either its old content or all of the new, never part of it (an interrupted write)."""
-    staged = path.with_name(f".{path.name}.partial")
-    staged.write_text(json.dumps(value, indent=2, default=str) + "\n")
-    os.replace(staged, path)
+    replace_atomically(path, json.dumps(value, indent=2, default=str) + "\n")
 
 
 def seed_settings(args, lexicon) -> dict:
@@ -759,9 +756,7 @@ def publish_folder(output_dir: Path, first_seed: int, tokenizer, lexicon, result
     if final.is_dir() and any(final.glob("*.safetensors")):
         for item in final.iterdir():
             if item.is_file() and item.name != "training_args.bin":
-                staged = output_dir / f".{item.name}.partial"
-                shutil.copy2(item, staged)
-                os.replace(staged, output_dir / item.name)  # atomic: a reader never sees half a file
+                replace_atomically(output_dir / item.name, copy_from=item)
     else:
         # Folders written before weights were copied hold the published seed only at the top level.
         previous = output_dir / "results.json"
@@ -778,10 +773,8 @@ def publish_folder(output_dir: Path, first_seed: int, tokenizer, lexicon, result
     else:
         (output_dir / "lexicon.json").unlink(missing_ok=True)
     write_json_atomic(output_dir / "results.json", results)
-    for name, text in (("results.md", run_markdown(results)), ("README.md", card)):
-        staged = output_dir / f".{name}.partial"
-        staged.write_text(text, encoding="utf-8")
-        os.replace(staged, output_dir / name)
+    replace_atomically(output_dir / "results.md", run_markdown(results))
+    replace_atomically(output_dir / "README.md", card)
     if training_args.push_to_hub:
         from huggingface_hub import HfApi
 

@@ -1,7 +1,10 @@
 """Multi-seed results: seed lists, mean ± std per split and metric, their Markdown table, and the comparison of two
 runs' settings (used by the run script, `benchmarks/reproduce.py` and the model cards)."""
 
+import os
+import shutil
 import statistics
+from pathlib import Path
 
 TABLE_METRICS = ("exact_match", "token_accuracy", "bleu_paper/score", "bleu_paper_one_shot/score", "sacrebleu/score")
 
@@ -93,3 +96,15 @@ def settings_differences(recorded: dict, current: dict, ignore: tuple[str, ...] 
         elif old != new and key not in ignore:
             differing.append(f"{key}: other entries or settings" if key == "lexicon" else f"{key}: {old!r} → {new!r}")
     return differing
+
+
+def replace_atomically(path, text: str | None = None, copy_from=None) -> None:
+    """Write `text` to `path`, or copy the file `copy_from` there, through a hidden file beside it and `os.replace`:
+    a reader (another run, a push, a summary running meanwhile) sees the old file or the new one, never half of it."""
+    path = Path(path)
+    staged = path.with_name(f".{path.name}.partial")
+    if copy_from is not None:
+        shutil.copy2(copy_from, staged)
+    else:
+        staged.write_text(text, encoding="utf-8")
+    os.replace(staged, path)
