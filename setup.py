@@ -19,22 +19,24 @@ setup(
     long_description=(HERE / "README.md").read_text(encoding="utf-8") if (HERE / "README.md").exists() else "",
     long_description_content_type="text/markdown",
     license="MIT",
+    license_files=["LICENSE", "THIRD_PARTY_NOTICES.md"],
     python_requires=">=3.11",
     packages=find_packages(include=["lexical_hf", "lexical_hf.*", "dataset_scripts", "dataset_scripts.*", "model_cards"]),
     package_data={"lexical_hf": ["*.json", "**/*.json", "**/*.md"], "dataset_scripts": ["*.md", "*.json"],
                   "model_cards": ["*.md"]},
     include_package_data=True,
     install_requires=[
-        "torch>=2.4",
+        "torch>=2.6",  # transformers 5.24 disables PyTorch below 2.6 (5.17 below 2.5)
         "transformers>=5.17,<6",  # 5.17 (the GPU image) is the oldest release the suite runs on
         "tokenizers>=0.20",
         "datasets>=4",
         "pyarrow>=15",  # imported directly (benchmarks.py reads Arrow errors); datasets needs it anyway
-        "accelerate>=1.0",
+        "accelerate>=1.1",  # what Trainer asks for (ACCELERATE_MIN_VERSION)
         "huggingface_hub>=1.0",
         "safetensors>=0.4",
         "numpy>=1.26",
         "sacrebleu>=2.4",
+        "pyyaml>=5.1",  # dataset_scripts/publish.py writes the dataset card's YAML header
     ],
     extras_require={
         "plot": ["matplotlib>=3.7"],
@@ -45,7 +47,6 @@ setup(
     entry_points={"console_scripts": ["lexical-hf=lexical_hf.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
-        "License :: OSI Approved :: MIT License",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",
     ],
 )

@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -233,14 +234,26 @@ def publish_row(args) -> int:
                         ("--output_dir", str(output_dir)), ("--data_dir", args.data_dir)):
         argv = with_flag(argv, flag, value)
     command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *argv, *args.extra]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    threads = recorded_threads(row.get("machine", ""))
+    if threads:  # float sums depend on how a CPU matmul is split across threads: train as the row's seed was
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        print(f"with {threads} torch thread(s), as the row's first run", flush=True)
     print("+", " ".join(command), flush=True)
-    subprocess.run(command, check=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}, cwd=REPO)
+    subprocess.run(command, check=True, env=env, cwd=REPO)
     measured = json.loads((output_dir / "results.json").read_text())["per_seed"][seed]
     print(f"{shown}, seed {seed}: the row's record against the run now")
     worst = largest_difference(row["per_seed"][seed], measured, args.tolerance)
     verdict = "reproduced" if worst <= args.tolerance else "NOT reproduced"
     print(f"{verdict}: largest difference {worst:.2e} (tolerance {args.tolerance:g}); folder {output_dir}")
     return 0 if worst <= args.tolerance else 1
+
+
+def recorded_threads(machine: str) -> int | None:
+    """The torch threads per seed of a row's first run on a CPU, from its `machine` field ("CPU (2 cores, 1 torch
+    thread(s) per run, …); …", runs joined by " | "); None for a GPU run or a field that does not say."""
+    found = re.match(r"CPU \(\d+ cores, (\d+) torch thread\(s\) per run", machine.split(" | ")[0])
+    return int(found.group(1)) if found else None
 
 
 def largest_difference(recorded: dict, measured: dict, tolerance: float) -> float:
@@ -358,7 +371,8 @@ def summarize() -> str:
              "its first seed's weights; `lexical-hf evaluate <folder> --data-dir ../shared/data` decodes the test",
              "split again and compares every metric with the row's. A fresh clone has none of these folders:",
              "`python benchmarks/reproduce.py --task <task> --row <row> --publish --data_dir ../shared/data` trains",
-             "the row's first seed again with the row file's settings and checks its metrics against the row's.",
+             "the row's first seed again with the row file's settings (and, on a CPU, its torch threads per seed)",
+             "and checks its metrics against the row's.",
              "The last check of each folder:",
              "[`diagnostics/evaluate_published_folders.txt`](diagnostics/evaluate_published_folders.txt); the three",
              "Simple folders rebuilt that way on a fresh clone (every metric equal to its row's):",
@@ -401,7 +415,7 @@ def summarize() -> str:
                 sacre = metric_values(results, "sacrebleu.score")
                 lines.append(f"| {label} | {link} | {fmt(*paper, 2) if paper else '—'} | "
                              f"{fmt(statistics.fmean(one_shot), statistics.pstdev(one_shot), 2)} | "
-                             f"{PAPER_ONE_SHOT[task].get(row, '—')} | "
+                             f"{PAPER_ONE_SHOT[task].get(PAPER_ROW.get(row, row), '—')} | "
                              f"{fmt(statistics.fmean(sacre), statistics.pstdev(sacre), 2)} | {seed_text} | "
                              f"`{results['preset']}` | {wall / 60:.0f} min | {machine} | {code} |")
             else:

@@ -475,6 +475,8 @@ def main(argv=None):
         raise ValueError(f"--lexicon must be one of {LEXICON_CHOICES}, got {lexicon_args.lexicon!r}")
     if lexicon_args.lexicon_fallback not in (None, *REPLACEABLE_FALLBACKS):
         raise ValueError(f"--lexicon_fallback must be one of {REPLACEABLE_FALLBACKS}, got {lexicon_args.lexicon_fallback!r}")
+    if lexicon_args.learn_lexicon and lexicon_args.lexicon == "none":
+        raise ValueError("--learn_lexicon true fine-tunes a lexicon: it does not go with --lexicon none")
     if experiment_args.selection not in ("validation", "final"):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
     if training_args.label_smoothing_factor:
@@ -505,7 +507,7 @@ def main(argv=None):
     seeds = parse_seeds(experiment_args.seeds)
     output_dir = Path(training_args.output_dir)
     # the code that trains is the checkout as it is now, not as it is when training ends hours later
-    revision = source_revision()
+    revision = code_revision()
 
     raw = load_pairs(data_args)
     tokenizer = LexicalTokenizer.from_dataset(raw["train"], source_bos=data_args.source_bos)
@@ -729,6 +731,25 @@ def source_revision(checkout: Path | None = None) -> str | None:
     if not revision:
         return None
     return f"{revision}-dirty" if changed else revision
+
+
+def code_revision() -> str | None:
+    """The revision of the code that trains: the git checkout `lexical_hf` is imported from (`source_revision`), or
+    its version when it is installed from a wheel (no checkout of its own: a git repository around site-packages
+    says nothing about it); and this script's checkout too when the script runs from another one."""
+    package_root = Path(lexical_hf.__file__).resolve().parents[1]
+    try:
+        toplevel = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=package_root, capture_output=True,
+                                  text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        toplevel = ""
+    in_checkout = bool(toplevel) and Path(toplevel).resolve() == package_root
+    package = (source_revision(package_root) if in_checkout else None) or f"lexical_hf {lexical_hf.__version__}"
+    script_root = Path(__file__).resolve().parents[1]
+    if script_root == package_root:
+        return package
+    script = source_revision(script_root)
+    return f"{package}; run_lexical.py {script}" if script else package
 
 
 def machine_description(parallel_seeds: int = 1) -> str:

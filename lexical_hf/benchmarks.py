@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 import datasets
 import pyarrow
 
+from .sibling_packages import import_sibling_package
+
 # name -> (module, builder class); the modules live in the top-level `dataset_scripts` package
 _BUILDERS = {
     "colors": ("dataset_scripts.colors", "Colors"),
@@ -49,6 +51,7 @@ def canonical_benchmark_name(name: str) -> str:
 def builder_class(name: str) -> type[datasets.GeneratorBasedBuilder]:
     """The ``datasets.GeneratorBasedBuilder`` subclass of a benchmark (aliases accepted)."""
     module_name, class_name = _BUILDERS[canonical_benchmark_name(name)]
+    import_sibling_package("dataset_scripts")  # not another package of that name earlier on sys.path
     return getattr(importlib.import_module(module_name), class_name)
 
 

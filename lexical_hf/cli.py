@@ -193,7 +193,7 @@ def _run_evaluate(args) -> int:
     config = results.get("benchmark_config")
     print(f"{args.folder}: seed {seed}, {benchmark}{'/' + config if config else ''}, {num_beams} beam(s), {device}")
     print(f"{'split':<8} {'metric':<32} {'recorded':>12} {'measured':>12} {'difference':>11}")
-    worst = 0.0
+    worst, failures = 0.0, 0
     for split in splits:
         recorded_count = recorded[split].get("num_examples", len(data[split]))
         if recorded_count < len(data[split]):  # a run with --max_eval_samples scored the first N examples
@@ -205,14 +205,16 @@ def _run_evaluate(args) -> int:
             if name not in measured or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             difference = abs(measured[name] - value)
-            if math.isnan(difference):  # a NaN metric is never a reproduction (and max() would drop the NaN)
-                difference = math.inf
-            worst = max(worst, difference)
-            mark = "" if difference <= args.tolerance else "  <-- differs"
+            # a NaN metric is never a reproduction, whatever the tolerance (max() would drop the NaN, and
+            # --tolerance inf would accept the inf it is counted as)
+            differs = math.isnan(difference) or difference > args.tolerance
+            difference = math.inf if math.isnan(difference) else difference
+            worst, failures = max(worst, difference), failures + differs
+            mark = "  <-- differs" if differs else ""
             print(f"{split:<8} {name:<32} {value:>12.6f} {measured[name]:>12.6f} {difference:>11.2e}{mark}")
-    verdict = "reproduced" if worst <= args.tolerance else "NOT reproduced"
+    verdict = "NOT reproduced" if failures else "reproduced"
     print(f"{verdict}: largest difference {worst:.2e} (tolerance {args.tolerance:g})")
-    return 0 if worst <= args.tolerance else 1
+    return 1 if failures else 0
 
 
 def parse_learner_params(pairs: Sequence[str]) -> dict:

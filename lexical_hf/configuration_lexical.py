@@ -63,7 +63,8 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         lexical_mode (`str`, defaults to `"lexical"`): `"none"` (plain attentional seq2seq: the gate is fixed to 1),
             `"copy"` (the lexicon is the identity on shared token strings: the copy mechanism) or `"lexical"` (a
             learned lexicon L).
-        gate (`str`, defaults to `"sigmoid"`): how p_gate is computed. `"sigmoid"` is the paper's Eq. 6/10,
+        gate (`str`, defaults to `"sigmoid"`): how p_gate is computed (unused with `lexical_mode="none"`, where
+            p_gate = 1). `"sigmoid"` is the paper's Eq. 6/10,
             p_gate = σ(w_gateᵀ h_i). `"copy_token"` is the paper's public code: the write softmax gets one extra
             reserved class whose probability is moved onto p_lex, so p_gate = 1 − softmax(·)_copy; the same mixture
             in form, with the gate computed from the output features instead of h_i.
@@ -76,7 +77,8 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         lexicon_temperature (`float`, defaults to 0.0): the temperature τ the stored lexicon matrix was built with
             (0 = hard, one-hot rows). Metadata: L itself lives in the weights.
         train_lexicon (`bool`, defaults to `False`): make L a trainable parameter (the paper's "soft and fine-tuned"
-            ablation). It is then stored as row logits and L = softmax(logits) stays row-stochastic.
+            ablation). It is then stored as row logits and L = softmax(logits) stays row-stochastic. An error with
+            `lexical_mode="none"`, which has no L.
         lexicon_info (`dict`, *optional*): a short summary of the lexicon L was built from (learner, number of
             entries, provenance). Metadata only; `lexicon.json` beside the weights holds the entries.
         vocabulary_sha256 (`str`, *optional*): the fingerprint (`LexicalTokenizer.vocabulary_sha256`) of the
@@ -175,6 +177,10 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         for name in ("source_vocab_size", "target_vocab_size"):
             if getattr(self, name) <= 4:
                 raise ValueError(f"{name} must exceed the 4 special tokens, got {getattr(self, name)}")
+        if self.lexical_mode == "none" and self.train_lexicon:
+            # without a lexicon there is nothing to fine-tune: the flag would be dropped silently
+            raise ValueError("train_lexicon=True needs a lexicon (lexical_mode='lexical' or 'copy'), got "
+                             "lexical_mode='none'")
         if self.lexicon_temperature < 0:
             raise ValueError(f"lexicon_temperature must be >= 0, got {self.lexicon_temperature}")
         if self.position_encoding not in POSITION_ENCODINGS:

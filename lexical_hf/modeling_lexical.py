@@ -149,6 +149,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
     def get_encoder(self, modality=None):
         return self.model.encoder
 
+    def get_decoder(self):
+        # PreTrainedModel's lookup finds no `decoder` attribute here and would return the whole model
+        return self.model.decoder
+
     def get_input_embeddings(self):
         return self.model.encoder.embed_tokens
 
@@ -246,10 +250,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         if attention_mask is None:
             attention_mask = encoder_outputs.source_ids.ne(self.config.pad_token_id)
 
-        if labels is None and (num_items_in_batch is not None or self.training):
-            # a training forward without labels: the loss is computed outside, from `logits` (Trainer's
-            # label_smoothing_factor or compute_loss_func; Trainer passes a label count only when
-            # accepts_loss_kwargs, i.e. with loss_normalization="tokens")
+        if labels is None and torch.is_grad_enabled() and (num_items_in_batch is not None or self.training):
+            # a training forward without labels (generate() runs without gradients, in either mode): the loss is
+            # computed outside, from `logits` (Trainer's label_smoothing_factor or compute_loss_func; Trainer passes
+            # a label count only when accepts_loss_kwargs, i.e. with loss_normalization="tokens")
             logger.warning_once(
                 "The loss is computed outside the model from `logits`, which are log-probabilities with -inf on the "
                 "ids the model never generates (padding, decoder start): Trainer's label_smoothing_factor sums over "

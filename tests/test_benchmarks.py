@@ -389,6 +389,7 @@ def test_download_is_verified_before_it_is_cached(tmp_path, local_http_server, m
     content = synthetic_gen_tsv(6)
     remote = RemoteFile("COGS/gen.tsv", f"{base_url}/gen.tsv", sha256=hashlib.sha256(content).hexdigest())
     downloads = tmp_path / "downloads"
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)  # whatever the caller's environment says
 
     (served / "gen.tsv").write_bytes(content[:-10])  # a truncated response
     with pytest.raises(ChecksumMismatchError, match=re.escape(remote.url)):
@@ -530,3 +531,29 @@ def test_a_damaged_cache_says_how_to_rebuild_it(tmp_path):
     with pytest.raises(OSError, match="force_rebuild=True"):
         load_benchmark("colors", cache_dir=tmp_path)
     assert sizes(load_benchmark("colors", cache_dir=tmp_path, force_rebuild=True)) == {"train": 14, "test": 10}
+
+
+def test_a_package_named_like_a_sibling_package_in_the_current_directory_is_a_clear_error(tmp_path):
+    """`dataset_scripts` and `model_cards` are installed as top-level packages beside lexical_hf; `python -c` puts
+    the current directory first on sys.path, where a user's own package of that name would be imported instead."""
+    import subprocess
+    import sys
+
+    for name in ("dataset_scripts", "model_cards"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    script = ("import lexical_hf\n"
+              "from lexical_hf.model_card import _template_path\n"
+              "for call in (lambda: lexical_hf.load_benchmark('colors'), lambda: _template_path(None)):\n"
+              "    try:\n"
+              "        call()\n"
+              "    except ImportError as error:\n"
+              "        print(error)\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and len(lines) == 2, result.stderr[-2000:]
+    for name, line in zip(("dataset_scripts", "model_cards"), lines):
+        assert line.startswith(f"`{name}` was imported from {tmp_path.resolve() / name}, not from ") and "shadows" in line
+    # from elsewhere the installed ones load
+    assert load_benchmark("colors")["test"].num_rows == 10

@@ -340,6 +340,10 @@ def test_default_config_builds_a_working_model():
     ids = torch.tensor([[5, 6, 2], [7, 2, 0]])
     out = model.generate(ids, attention_mask=ids.ne(0), max_new_tokens=4, num_beams=2)
     assert out.shape[0] == 2 and out[:, 0].eq(model.config.decoder_start_token_id).all()
+    # the encoder–decoder plumbing names its two halves (the base lookup would return the whole model as decoder)
+    assert model.get_encoder() is model.model.encoder and model.get_decoder() is model.model.decoder
+    transformer = LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqConfig(backbone="transformer"))
+    assert transformer.get_decoder() is transformer.model.decoder
 
 
 def test_non_finite_loss_is_an_error(toy_tokenizer, toy_data):
@@ -676,6 +680,9 @@ def test_config_refuses_special_ids_the_tokenizer_does_not_use_and_takes_whole_n
         LexicalSeq2SeqConfig(max_decode_length=0)
     config = LexicalSeq2SeqConfig(dropout=0, output_dropout=0, lexicon_temperature=1)
     assert config.dropout == 0 and config.lexicon_temperature == 1
+    with pytest.raises(Exception, match="train_lexicon=True needs a lexicon"):  # nothing to fine-tune
+        LexicalSeq2SeqConfig(lexical_mode="none", train_lexicon=True)
+    assert LexicalSeq2SeqConfig(lexical_mode="copy", train_lexicon=True).train_lexicon
 
 
 def test_cached_decoding_reads_the_attention_keys_from_the_state(toy_tokenizer, toy_data):

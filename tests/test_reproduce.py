@@ -96,6 +96,11 @@ def test_translation_rows_report_both_bleu_protocols_and_the_sacrebleu_signature
     assert "nrefs:1|tok:zh|v:2" in text
     assert "800 updates" in text and "final weights" in text and "(grouped by source length)" in text
 
+    # a row that runs another recipe for one of the paper's rows stands beside that row's numbers in both columns
+    (tmp_path / "mt" / "ibm2-prior.json").write_text(json.dumps(cpu_row([seed(20.0, 14.0, 18.0)])))
+    row = next(line for line in reproduce.summarize().splitlines() if "(mt/ibm2-prior.json)" in line)
+    assert "| [20.00 ± 0.00](mt/ibm2-prior.json) | 25.49 | 14.00 ± 0.00 | 19.62 |" in row
+
 
 def test_cogs_test_numbers_are_never_presented_as_the_papers_gen_numbers(reproduce, tmp_path):
     (tmp_path / "cogs").mkdir()
@@ -157,7 +162,7 @@ def test_the_reduced_note_says_how_batches_were_grouped(reproduce):
     assert "batch 64," in reproduce.reduced_note(random_batches)
 
 
-def test_publish_rebuilds_the_rows_folder_and_checks_it_against_the_row(reproduce, tmp_path, capsys):
+def test_publish_rebuilds_the_rows_folder_and_checks_it_against_the_row(reproduce, tmp_path, capsys, monkeypatch):
     """A fresh clone has the row files but not the Hub-ready folders: `--publish` trains the row's first seed again
     from the recorded command, leaves the row file alone, and fails when the metrics differ from the row's."""
     import os
@@ -181,9 +186,15 @@ def test_publish_rebuilds_the_rows_folder_and_checks_it_against_the_row(reproduc
     published = tmp_path / "published"
     argv = ["--task", "colors", "--row", "simple", "--publish", "--output_root", str(published)]
 
+    assert row["machine"].startswith("CPU (") and "1 torch thread(s) per run" in row["machine"]
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # the caller's threads: the seed trains with the row's one thread
     assert reproduce.main(argv) == 0
     folder = published / "lexical-colors-simple"
     assert (folder / "model.safetensors").is_file() and json.loads((folder / "results.json").read_text())["seeds"] == [3]
+    assert "1 torch thread(s) per run" in json.loads((folder / "results.json").read_text())["machine"]
+    assert reproduce.recorded_threads("NVIDIA H100 80GB HBM3; Linux; torch 2.11") is None
+    assert reproduce.recorded_threads("CPU (16 cores, 8 torch thread(s) per run, 2 seeds at a time); x | CPU (2 cores, "
+                                      "1 torch thread(s) per run); y") == 8
     assert "reproduced: largest difference 0.00e+00" in capsys.readouterr().out
     assert json.loads(row_path.read_text()) == row  # the row file is not rewritten
 

@@ -90,6 +90,7 @@ def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_pa
     tampered["per_seed"]["0"]["test"]["token_accuracy"] = float("nan")  # max(0, nan) is 0: NaN must not pass
     (tmp_path / "results.json").write_text(json.dumps(tampered))
     assert cli.main(["evaluate", str(tmp_path)]) == 1
+    assert cli.main(["evaluate", str(tmp_path), "--tolerance", "inf"]) == 1  # no tolerance accepts a NaN
     # bad input is status 2 with one line, never 1 (which means "NOT reproduced")
     assert cli.main(["evaluate", str(tmp_path), "--device", "tpu"]) == 2
     del tampered["per_seed"]
@@ -281,6 +282,7 @@ def test_bad_arguments_fail_clearly(tmp_path):
                            (["--lexicon", "uniform", "--lexicon_fallback", "mutual_exclusivity_or_abstain"],
                             "fallback is part of its definition"),
                            (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported"),
+                           (["--lexicon", "none", "--learn_lexicon", "true"], "does not go with --lexicon none"),
                            (["--lexicon", "copy", "--lexicon_path", str(tmp_path)], "--lexicon_path replaces the learner"),
                            (["--lexicon_path", str(tmp_path), "--lexicon_tie_break", "string"], "carries its own tie-breaks"),
                            (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark"),
@@ -427,6 +429,21 @@ def test_source_revision_is_dirty_only_when_code_has_uncommitted_changes(tmp_pat
     (tmp_path / "code.py").write_text("x = 2\n")
     assert run_lexical_module.source_revision(tmp_path) == f"{clean}-dirty"
     assert run_lexical_module.source_revision(tmp_path / "results") == f"{clean}-dirty"  # from a subfolder too
+
+
+def test_the_recorded_revision_is_of_the_lexical_hf_that_runs(tmp_path, run_lexical_module, monkeypatch):
+    """A lexical_hf installed from a wheel is described by its version, not by a git repository around its
+    site-packages nor by the checkout the script runs from (which then is named as the script's)."""
+    site = tmp_path / "venv" / "site-packages"
+    (site / "lexical_hf").mkdir(parents=True)
+    (site / "lexical_hf" / "__init__.py").write_text("")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # a project repository around its venv
+    lexical_hf = run_lexical_module.lexical_hf
+    script = run_lexical_module.source_revision(REPO)
+    assert run_lexical_module.code_revision() == script  # a checkout: lexical_hf and the script are one revision
+    monkeypatch.setattr(lexical_hf, "__file__", str(site / "lexical_hf" / "__init__.py"))
+    installed = f"lexical_hf {lexical_hf.__version__}"
+    assert run_lexical_module.code_revision() == (f"{installed}; run_lexical.py {script}" if script else installed)
 
 
 def test_own_files_are_read_as_pairs_whatever_else_they_hold(tmp_path):

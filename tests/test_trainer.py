@@ -129,6 +129,22 @@ def test_trainer_label_smoothing_is_warned_about(toy_tokenizer, toy_data, tmp_pa
     assert "label_smoothing_factor" in caplog.text
 
 
+def test_generating_in_training_mode_does_not_warn_about_label_smoothing(toy_tokenizer, toy_data, caplog):
+    """A freshly built model is in training mode; generate() (no labels, no gradients) is not a training forward."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.warning_once.cache_clear()
+    model = small_model(toy_tokenizer, lexical_mode="lexical").train()  # as LexicalSeq2Seq…(config) builds it
+    batch = toy_tokenizer([source for source, _ in toy_data[:2]], padding=True, return_tensors="pt")
+    hf_logging.enable_propagation()
+    try:
+        with caplog.at_level("WARNING"):
+            model.generate(**batch, max_new_tokens=3)
+    finally:
+        hf_logging.disable_propagation()
+    assert "label_smoothing_factor" not in caplog.text
+
+
 def test_what_the_package_calls_is_not_deprecated(toy_tokenizer, toy_data, tmp_path, caplog):
     """transformers deprecates mostly through `logger.warning_once`, which pytest does not show: 5.24 renamed
     `past_key_values` to `cache` with a warning before the old name broke training. One pass over what the package
