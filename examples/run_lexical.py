@@ -38,6 +38,7 @@ from transformers import (
     HfArgumentParser,
     Seq2SeqTrainer,
     Seq2SeqTrainingArguments,
+    TrainerCallback,
     set_seed,
 )
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
@@ -175,6 +176,7 @@ class ExperimentArguments:
     model_card_template: str | None = field(default=None, metadata={"help": "default: model_cards/lexical_model_card.md"})
     group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone: SCAN jump updates 1.32x faster, but the model generalised worse (0.61 against 0.80 exact match on seeds 0-2; results/scan_cpu_tier_analysis.md)"})
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
+    max_train_minutes: float | None = field(default=None, metadata={"help": "stop each seed's training after this many minutes of wall-clock time (a lent machine's time limit); the weights reached are evaluated (and saved, as a selection candidate), and metrics.json records the updates done. A seed stopped early is a reduced run: say so"})
     seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
     publish_seed: int | None = field(default=None, metadata={"help": "internal: the seed whose weights are published"})
 
@@ -376,6 +378,28 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
 
 
+class WallClockLimit(TrainerCallback):
+    """Ends training once `seconds` of wall-clock time have passed since `on_train_begin`, after the update in flight.
+
+    The step that crosses the limit is also evaluated and saved (with selection on validation, the weights reached
+    become a candidate like every periodic checkpoint), so a run cut short by a machine's time limit still ends in a
+    normal evaluation instead of being killed with nothing to show. `stopped` says whether the limit ended training."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.start, self.stopped = seconds, None, False
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step < state.max_steps and time.perf_counter() - self.start >= self.seconds:
+            self.stopped = True
+            control.should_training_stop = True
+            if args.eval_strategy != "no":
+                control.should_evaluate = control.should_save = True
+        return control
+
+
 class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
     """`Seq2SeqTrainer` whose `train_sampling_strategy="group_by_length"` sampler is `EpochSeededLengthGroupedSampler`
     (a resumed run trains on the same batches as an uninterrupted one), grouped by source length like the stock one
@@ -448,6 +472,10 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
         compute_metrics=compute_metrics,
     )
+    time_limit = None
+    if experiment_args.max_train_minutes is not None:
+        time_limit = WallClockLimit(60 * experiment_args.max_train_minutes)
+        trainer.add_callback(time_limit)
     resume = None
     if training_args.resume_from_checkpoint:
         resume = last_complete_checkpoint(seed_dir)
@@ -461,7 +489,9 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     for split in test_splits(tokenized):
         predictions = generate_predictions(trainer.model, tokenizer, raw[split]["source"], seed_training_args)
         metrics[split] = evaluation.benchmark_metrics(raw, split, predictions)
-    metrics["train_seconds"] = {"value": train_seconds}
+    # the updates done: fewer than max_steps when the wall-clock limit ended training (a reduced run)
+    metrics["train_seconds"] = {"value": train_seconds, "updates": trainer.state.global_step,
+                                "stopped_by_time_limit": bool(time_limit and time_limit.stopped)}
     return trainer, metrics
 
 
@@ -477,6 +507,8 @@ def main(argv=None):
         raise ValueError(f"--lexicon_fallback must be one of {REPLACEABLE_FALLBACKS}, got {lexicon_args.lexicon_fallback!r}")
     if lexicon_args.learn_lexicon and lexicon_args.lexicon == "none":
         raise ValueError("--learn_lexicon true fine-tunes a lexicon: it does not go with --lexicon none")
+    if experiment_args.max_train_minutes is not None and not experiment_args.max_train_minutes > 0:
+        raise ValueError(f"--max_train_minutes must be a positive number of minutes, got {experiment_args.max_train_minutes}")
     if experiment_args.selection not in ("validation", "final"):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
     if training_args.label_smoothing_factor:
@@ -632,7 +664,7 @@ def seed_settings(args, lexicon) -> dict:
     training_keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
                      "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy", "generation_num_beams",
-                     "eval_strategy", "eval_steps")
+                     "eval_strategy", "eval_steps", "tf32")
     settings = {
         "data": {key: getattr(data_args, key) for key in ("benchmark", "benchmark_config", "benchmark_splits", "train_file",
                                                           "validation_file", "test_file", "validation_fraction",
@@ -644,6 +676,7 @@ def seed_settings(args, lexicon) -> dict:
         "training": {key: getattr(training_args, key, None) for key in training_keys},
         "selection": experiment_args.selection,
         "group_by_target_length": experiment_args.group_by_target_length,
+        "max_train_minutes": experiment_args.max_train_minutes,
     }
     return json.loads(json.dumps(settings, default=str))
 

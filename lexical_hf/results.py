@@ -36,13 +36,18 @@ def summarize(per_seed: dict) -> dict:
 
 
 def summarize_row(per_seed: dict) -> dict:
-    """A row's aggregates from `{seed: {split: metrics, "train_seconds": {"value": s}}}`: `summary` (see `summarize`,
-    training time left out) and `train_seconds` (mean and total over seeds)."""
+    """A row's aggregates from `{seed: {split: metrics, "train_seconds": {"value": s, "updates": n}}}`: `summary`
+    (see `summarize`, training left out), `train_seconds` (mean and total over seeds) and, where the seeds record
+    them, `train_updates` (min and max over seeds: below the recipe's max_steps when a time limit ended training)."""
     seconds = [m["train_seconds"]["value"] for m in per_seed.values()]
-    return {
+    row = {
         "summary": summarize({s: {k: v for k, v in m.items() if k != "train_seconds"} for s, m in per_seed.items()}),
         "train_seconds": {"mean": statistics.fmean(seconds), "total": sum(seconds)},
     }
+    updates = [m["train_seconds"]["updates"] for m in per_seed.values() if "updates" in m["train_seconds"]]
+    if updates:
+        row["train_updates"] = {"min": min(updates), "max": max(updates)}
+    return row
 
 
 def results_markdown(results: dict) -> str:
