@@ -29,8 +29,11 @@ reproduce: install
 	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(EXTEND),--extend) $(if $(PUBLISH),--publish)
 
 # Wheels for the lent GPU machine (Python 3.12, no package registry), which lacks datasets and two of its needs;
-# benchmarks/gpu_tier.sh installs them there from .whl/ (git-ignored; carry it with the device tool).
-GPU_WHEELS ?= datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
+# fsspec is pinned within datasets' range, and pyarrow (datasets 5.2 needs >= 24; the image had 25.0.1 on 2026-11-26)
+# waits in .whl/pyarrow/, installed only over an older one. benchmarks/gpu_tier.sh installs them there from .whl/
+# (git-ignored; carry it with the device tool: about 57 MB of the 64 MiB a call may carry, with the checkout).
+GPU_WHEELS ?= datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 fsspec==2026.9.0
+GPU_PYARROW ?= pyarrow==26.0.1
 # The test suite on the GPU image's stack (transformers 5.17, huggingface_hub 1.x) in a throwaway virtual environment
 # over this one's packages: run it after touching transformers or Hub APIs, since CI tests only the newest releases.
 test-gpu-image-stack: install
@@ -43,3 +46,6 @@ gpu-wheels:
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 		-d .whl $(GPU_WHEELS)
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-d .whl/pyarrow $(GPU_PYARROW)

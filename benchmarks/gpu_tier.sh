@@ -16,9 +16,10 @@
 #   - `--max_train_minutes MINUTES`: each seed stops after that much training and is evaluated as it stands (the
 #     checkpoint chosen on validation among those reached). metrics.json records the updates done; a seed stopped
 #     before 8,000 updates is a reduced run, and the results table says so.
-# All seeds of all rows train at once, one process each, on the one GPU. A paper-preset update costs about 0.1 s of
-# Python and kernel launches whatever the GPU (the decoder runs step by step), so a seed reaches the recipe's 8,000
-# updates only with a limit of 15+ minutes, more than one device call.
+# All seeds of all rows train at once, one process each, on the one GPU. Measured on an H200 (2026-11-26,
+# results/scan_cpu_tier_analysis.md): a paper-preset update takes 118 ms for a seed alone (Python and kernel launches:
+# the decoder runs step by step; the GPU 20% busy) and 187 ms for each of six seeds at once (GPU 93-99% busy), so a
+# seed reaches the recipe's 8,000 updates only after about 16 minutes of training: more than one device call.
 #
 # What comes back under $OUT (at most 8 files): each row's results file, each row's log, and gpu_tier_seeds.json with
 # every seed's metrics and its Trainer log history (loss, validation exact match). The rows' Hub-ready folders stay on

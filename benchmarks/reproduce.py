@@ -116,6 +116,23 @@ def reduced_note(results: dict) -> str:
             f"— the paper's preset is {PAPER_RECIPE} — and {CODE_DETAILS_NOTE}. Both decode greedily.")
 
 
+def stopped_note(results: dict, label: str) -> str | None:
+    """What a row cut short by `--max_train_minutes` ran, read from its row file; None when every seed finished."""
+    updates = results.get("train_updates")  # absent from rows written before seeds recorded their updates
+    training = results.get("training", {})
+    if not updates or updates["min"] >= training["max_steps"]:
+        return None
+    batch = f"{training['per_device_train_batch_size']}" + (
+        f" × {training['gradient_accumulation_steps']}" if (training.get("gradient_accumulation_steps") or 1) > 1 else "")
+    reached = f"{updates['min']:,}" + (f"–{updates['max']:,}" if updates["max"] != updates["min"] else "")
+    tf32 = " and TF32 matrix products" if re.search(r"--tf32[ =]true", results.get("command", "")) else ""
+    return (f"The row “{label}” is reduced: its seeds ran preset `{results['preset']}` on "
+            f"{results.get('machine', '?').split(';')[0]} with batch {batch}{tf32} and were stopped by a "
+            f"{results['settings']['max_train_minutes']:g}-minute training limit (`--max_train_minutes`) after {reached} "
+            f"of the recipe's {training['max_steps']:,} updates, with the learning rate still warming up "
+            f"({int(training['warmup_steps']):,} warm-up updates); the checkpoint was chosen on validation among those reached.")
+
+
 # results/<folder>/ of each task: the issues name the English–Chinese rows results/mt/*.json
 RESULT_FOLDERS = {"eng-cmn": "mt"}
 
@@ -226,6 +243,11 @@ def publish_row(args) -> int:
         raise SystemExit(f"--publish: {shown} does not exist; run the row first (without --publish)")
     row = json.loads(target.read_text())
     seed = str(row["seeds"][0])
+    stopped = row["per_seed"][seed].get("train_seconds", {})
+    if stopped.get("stopped_by_time_limit"):  # say it before training, not after a run that cannot agree
+        raise SystemExit(f"--publish: seed {seed} of {shown} was stopped by a wall-clock limit after "
+                         f"{stopped['updates']:,} updates: how far a retrained seed gets depends on the machine, so "
+                         "its metrics cannot be checked against the row's")
     recorded_command = shlex.split(row["command"])
     script = next(i for i, word in enumerate(recorded_command) if word.endswith("run_lexical.py"))
     argv = recorded_command[script + 1:]
@@ -394,7 +416,7 @@ def summarize() -> str:
             lines += ["| model | ours | paper | seeds | preset | training time (sum over seeds) | machine | code |",
                       "|---|---|---|---|---|---|---|---|"]
         done = set()
-        strips = []
+        strips, stopped_notes = [], []
         for path, results in zip(files, row_results):
             row, _, tier = path.stem.partition(".")
             values = metric_values(results, metric)
@@ -423,6 +445,7 @@ def summarize() -> str:
                              f"`{results['preset']}` | {wall / 60:.0f} min | {machine} | {code} |")
             done.add(row)
             strips.append((label, values, paper[0] if paper else None))
+            stopped_notes += [note] if (note := stopped_note(results, label)) else []
         for row, paper in PAPER.get(task, {}).items():
             if row not in done:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — | — |"
@@ -437,6 +460,7 @@ def summarize() -> str:
                       f"same English sentence); sacreBLEU: single reference, `{signature}`.", ""]
         cpu_notes = {reduced_note(results) for results in row_results if results.get("preset") == "cpu"}
         lines += [note + "\n" for note in sorted(cpu_notes)]
+        lines += [note + "\n" for note in stopped_notes]
         if task in ANALYSIS and (RESULTS / ANALYSIS[task]).exists():
             lines += [f"Where and why this differs from the paper: [`{ANALYSIS[task]}`]({ANALYSIS[task]}).", ""]
         if strips:

@@ -248,3 +248,28 @@ def test_extend_trains_aside_and_merges_only_new_seeds_of_the_same_settings(repr
         reproduce.main([*row_args, "--seeds", "2", "--extend", *tiny, "--max_eval_samples", "2"])
     assert json.loads(row_path.read_text()) == row and json.loads((folder / "results.json").read_text()) == in_folder
     assert (folder / "model.safetensors").read_bytes() == weights
+
+
+def test_a_row_stopped_by_a_time_limit_says_how_far_its_seeds_got(reproduce, tmp_path):
+    (tmp_path / "scan-jump").mkdir()
+    stopped = {**fake_results([0.1, 0.2]), "machine": "NVIDIA H200; Linux; torch 2.11",
+               "command": "python examples/run_lexical.py --preset paper --tf32 true --max_train_minutes 7",
+               "training": {"per_device_train_batch_size": 512, "gradient_accumulation_steps": 1, "max_steps": 8000,
+                            "warmup_steps": 4000.0},
+               "settings": {"max_train_minutes": 7.0}, "train_updates": {"min": 2194, "max": 2207}}
+    (tmp_path / "scan-jump" / "simple.paper.json").write_text(json.dumps(stopped))
+    finished = {**stopped, "command": "python examples/run_lexical.py --preset paper",
+                "train_updates": {"min": 8000, "max": 8000}}
+    (tmp_path / "scan-jump" / "lstm.paper.json").write_text(json.dumps(finished))
+    text = reproduce.summarize()
+    assert ("The row “+ Lex: Simple (paper tier)” is reduced: its seeds ran preset `paper` on NVIDIA H200 with batch "
+            "512 and TF32 matrix products and were stopped by a 7-minute training limit (`--max_train_minutes`) after "
+            "2,194–2,207 of the recipe's 8,000 updates, with the learning rate still warming up (4,000 warm-up "
+            "updates)") in text
+    assert "“LSTM (paper tier)” is reduced" not in text  # its seeds did every update
+    assert reproduce.stopped_note({**stopped, "train_updates": None}, "row") is None  # rows written before the record
+    # --publish cannot check such a seed (a retrained one stops wherever the machine's speed takes it): refused
+    stopped["per_seed"]["0"]["train_seconds"].update(updates=2194, stopped_by_time_limit=True)
+    (tmp_path / "scan-jump" / "simple.paper.json").write_text(json.dumps(stopped))
+    with pytest.raises(SystemExit, match="stopped by a wall-clock limit after 2,194 updates"):
+        reproduce.main(["--task", "scan-jump", "--row", "simple", "--tier", "paper", "--publish"])

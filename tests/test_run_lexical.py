@@ -63,6 +63,10 @@ def check_output_folder(output_dir: Path, seeds):
 def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_path):
     run([sys.executable], tmp_path, ["--seeds", "0-1"])
     results = check_output_folder(tmp_path, [0, 1])
+    for seed in ("0", "1"):  # every seed records the updates it did: all of max_steps, no time limit
+        assert results["per_seed"][seed]["train_seconds"]["updates"] == 30
+        assert results["per_seed"][seed]["train_seconds"]["stopped_by_time_limit"] is False
+    assert results["train_updates"] == {"min": 30, "max": 30}
 
     # the published weights are seed 0's: reloading them reproduces seed 0's test exact match
     import lexical_hf
@@ -287,6 +291,7 @@ def test_bad_arguments_fail_clearly(tmp_path):
                            (["--lexicon_path", str(tmp_path), "--lexicon_tie_break", "string"], "carries its own tie-breaks"),
                            (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark"),
                            (["--model_card_template", str(tmp_path / "missing.md")], "--model_card_template"),
+                           (["--max_train_minutes", "0"], "--max_train_minutes must be a positive"),
                            (["--push_to_hub", "true"], "--push_to_hub with HF_HUB_OFFLINE=1")):  # before training
         result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
@@ -534,6 +539,35 @@ def test_validation_selection_keeps_the_users_evaluation_interval(tmp_path):
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (result.stdout + result.stderr).count("'eval_exact_match'") == 4  # updates 5, 10, 15, 20 (not every 2)
+
+
+def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_path):
+    """--max_train_minutes stops each seed after the update in flight; the weights reached are evaluated on
+    validation and saved (a selection candidate even between periodic evaluations), the test split is scored, and
+    metrics.json and results.json say how many updates were done."""
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
+    (tmp_path / "test.tsv").write_text("lug lug\tBLUE BLUE\n")
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
+                             "--validation_file", str(tmp_path / "dev.tsv"), "--test_file", str(tmp_path / "test.tsv"),
+                             "--max_steps", "1000000", "--eval_steps", "1000000", "--max_train_minutes", "0.02",
+                             "--keep_seed_checkpoints", "true", "--output_dir", str(out)],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())
+    training = metrics["train_seconds"]
+    assert training["stopped_by_time_limit"] is True and 0 < training["updates"] < 1000000
+    assert 1.2 <= training["value"] < 60
+    assert "exact_match" in metrics["test"]
+    # the one evaluation is the stop's own (the periodic interval was never reached), saved as a checkpoint
+    assert (result.stdout + result.stderr).count("'eval_exact_match'") == 1
+    assert (out / "seeds" / "seed-0" / f"checkpoint-{training['updates']}").is_dir()
+    results = json.loads((out / "results.json").read_text())
+    assert results["train_updates"] == {"min": training["updates"], "max": training["updates"]}
+    assert results["settings"]["max_train_minutes"] == 0.02
 
 
 def test_validation_exact_match_never_counts_a_reference_with_an_unknown_word(run_lexical_module):
