@@ -42,10 +42,8 @@ test-gpu-image-stack: install
 	/tmp/lexical_hf-gpu-image-stack/bin/pip install -q "huggingface_hub>=1.5,<2" httpx
 	/tmp/lexical_hf-gpu-image-stack/bin/python -m pytest -q -p no:cacheprovider tests
 
+GPU_WHEEL_DOWNLOAD = $(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
 gpu-wheels:
-	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-		-d .whl $(GPU_WHEELS)
-	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-		-d .whl/pyarrow $(GPU_PYARROW)
+	$(GPU_WHEEL_DOWNLOAD) -d .whl $(GPU_WHEELS)
+	$(GPU_WHEEL_DOWNLOAD) -d .whl/pyarrow $(GPU_PYARROW)

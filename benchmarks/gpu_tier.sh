@@ -30,12 +30,13 @@ set -uo pipefail
 minutes=${1:?minutes of training per seed}; seeds=${2:?seeds, e.g. 0-3}; shift 2
 [ $# -gt 0 ] || { echo "give at least one TASK:ROW" >&2; exit 2; }
 out=${OUT:-outputs/gpu_tier_out}; mkdir -p "$out"
+install_wheels() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" || exit 3; }
 if compgen -G ".whl/*.whl" >/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
+    install_wheels .whl/*.whl
     export PYTHONPATH=/tmp/site
     # datasets 5.2 needs pyarrow >= 24; the carried wheel only replaces an older one
     if ! python3 -c "import sys, pyarrow; sys.exit(int(pyarrow.__version__.split('.')[0]) < 24)" && compgen -G ".whl/pyarrow/*.whl" >/dev/null; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/pyarrow/*.whl || exit 3
+        install_wheels .whl/pyarrow/*.whl
     fi
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
@@ -62,8 +63,8 @@ for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
 for pair in "$@"; do
     task=${pair%%:*}; row=${pair#*:}
     tail -n 4 "$out/$task-$row.log"
-    python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import reproduce; print(reproduce.row_file('$task', '$row', 'paper'))" \
-        | xargs -I{} cp {} "$out/$task-$row.paper.json" 2>/dev/null || echo "$task $row: no row file"
+    row_file=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import reproduce; print(reproduce.row_file('$task', '$row', 'paper'))")
+    cp "$row_file" "$out/$task-$row.paper.json" 2>/dev/null || echo "$task $row: no row file"
 done
 # every seed's metrics and Trainer log history, as one file ($OUT brings back at most 8)
 python3 - "$out" "$@" <<'PY'

@@ -560,7 +560,8 @@ def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_
     metrics = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())
     training = metrics["train_seconds"]
     assert training["stopped_by_time_limit"] is True and 0 < training["updates"] < 1000000
-    assert 1.2 <= training["value"] < 60
+    # never before the 1.2-s limit; well before the 10^6 updates (and the subprocess timeout) it replaced
+    assert 1.2 <= training["value"] < 30
     assert "exact_match" in metrics["test"]
     # the one evaluation is the stop's own (the periodic interval was never reached), saved as a checkpoint
     assert (result.stdout + result.stderr).count("'eval_exact_match'") == 1
