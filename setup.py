@@ -21,9 +21,11 @@ setup(
     license="MIT",
     license_files=["LICENSE", "THIRD_PARTY_NOTICES.md"],
     python_requires=">=3.11",
-    packages=find_packages(include=["lexical_hf", "lexical_hf.*", "dataset_scripts", "dataset_scripts.*", "model_cards"]),
-    package_data={"lexical_hf": ["*.json", "**/*.json", "**/*.md"], "dataset_scripts": ["*.md", "*.json"],
-                  "model_cards": ["*.md"]},
+    # The card templates live in the top-level model_cards/ folder and ship inside the package as
+    # lexical_hf.model_cards (package data, read with importlib.resources): nothing but lexical_hf is installed.
+    packages=find_packages(include=["lexical_hf", "lexical_hf.*"]) + ["lexical_hf.model_cards"],
+    package_dir={"lexical_hf.model_cards": "model_cards"},
+    package_data={"lexical_hf": ["*.json", "**/*.json", "**/*.md"], "lexical_hf.model_cards": ["*.md"]},
     include_package_data=True,
     install_requires=[
         "torch>=2.6",  # transformers 5.24 disables PyTorch below 2.6 (5.17 below 2.5)

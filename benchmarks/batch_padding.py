@@ -12,34 +12,29 @@ target length since 2026-11-24 (before that, to the padded length). Any extra ru
 `--preset paper`, `--per_device_train_batch_size 128`).
 """
 
-import importlib.util
 import statistics
 import sys
 from pathlib import Path
 
 from transformers import DataCollatorForSeq2Seq
 
-SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "run_lexical.py"
-
+from lexical_hf import LexicalTokenizer, training
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    spec = importlib.util.spec_from_file_location("run_lexical", SCRIPT)
-    run_lexical = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_lexical)
-    data_args, lexicon_args, model_args, _, training_args = run_lexical.parse_arguments(
+    data_args, lexicon_args, model_args, _, training_args = training.parse_arguments(
         ["--preset", "cpu", "--output_dir", "unused", "--report_to", "none", *argv])
-    raw = run_lexical.load_pairs(data_args)
-    tokenizer = run_lexical.LexicalTokenizer.from_dataset(raw["train"], source_bos=data_args.source_bos)
-    train = run_lexical.tokenize_pairs(raw, tokenizer)["train"]
-    model = run_lexical.build_model(model_args, lexicon_args, tokenizer, None)
+    raw = training.load_data(data_args)
+    tokenizer = LexicalTokenizer.from_dataset(raw["train"], source_bos=data_args.source_bos)
+    train = training.tokenize_pairs(raw, tokenizer)["train"]
+    model = training.build_model(model_args, lexicon_args, tokenizer, None)
     mean_target = statistics.fmean(len(labels) for labels in train["labels"])
     name = "/".join(filter(None, [data_args.benchmark or data_args.train_file, data_args.benchmark_config]))
     print(f"{name}: {len(train)} training pairs, batch "
           f"{training_args.per_device_train_batch_size}, sampling {training_args.train_sampling_strategy}; "
           f"mean target length {mean_target:.1f} (with </s>)")
     for by_target in (False, True):
-        trainer = run_lexical.LexicalSeq2SeqTrainer(
+        trainer = training.LexicalSeq2SeqTrainer(
             model=model, args=training_args, train_dataset=train, processing_class=tokenizer,
             data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), group_by_target_length=by_target)
         steps = [batch["labels"].shape[1] for batch in trainer.get_train_dataloader()]  # one epoch

@@ -233,6 +233,15 @@ def with_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
     return out if value is None else out + [flag, value]
 
 
+def recorded_flags(command: list[str]) -> list[str]:
+    """The training flags of a row's recorded command (`python examples/run_lexical.py …`, `lexical-hf train …` or
+    `python -m lexical_hf.training …`)."""
+    for k, word in enumerate(command):
+        if word.endswith("run_lexical.py") or word == "lexical_hf.training" or (word == "train" and k and command[k - 1].endswith("lexical-hf")):
+            return command[k + 1:]
+    raise SystemExit(f"the row's command {' '.join(command)!r} names no training entry point")
+
+
 def publish_row(args) -> int:
     """`--publish`: train the row file's first seed again into the row's folder and compare its metrics with the row's."""
     import shlex
@@ -249,8 +258,7 @@ def publish_row(args) -> int:
                          f"{stopped['updates']:,} updates: how far a retrained seed gets depends on the machine, so "
                          "its metrics cannot be checked against the row's")
     recorded_command = shlex.split(row["command"])
-    script = next(i for i, word in enumerate(recorded_command) if word.endswith("run_lexical.py"))
-    argv = recorded_command[script + 1:]
+    argv = recorded_flags(recorded_command)
     output_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
     for flag, value in (("--seeds", seed), ("--parallel_seeds", None), ("--resume_from_checkpoint", None),
                         ("--output_dir", str(output_dir)), ("--data_dir", args.data_dir)):

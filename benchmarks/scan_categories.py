@@ -16,7 +16,7 @@ import collections
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import lexical_hf  # noqa: F401  (registers the Auto classes)
-from lexical_hf.benchmarks import load_benchmark
+from lexical_hf.data import load_benchmark
 from lexical_hf.decoding import generate_texts
 
 

@@ -10,7 +10,7 @@ another config of the same benchmark into the same folder adds it to the card.
 
 Command line::
 
-    python -m dataset_scripts.publish --benchmark scan --config addprim_jump --out DIR [--push_to_hub USER/REPO]
+    python dataset_scripts/publish.py --benchmark scan --config addprim_jump --out DIR [--push_to_hub USER/REPO]
 
 The push happens only when a Hugging Face token is available (``HF_TOKEN`` or ``hf auth login``); otherwise the
 folder is still written and the command exits with status 2 and says why.
@@ -87,8 +87,8 @@ def _card_text(benchmark: str, metadata: dict, info, configs: dict[str, dict], s
 
 {info.description.strip()}
 
-Exported by `lexical_hf` (`python -m dataset_scripts.publish --benchmark {benchmark} ...`) from the builders in
-`dataset_scripts/`, in the splits used by Akyürek & Andreas (ACL 2021), *Lexicon Learning for Few Shot Sequence
+Exported by `lexical_hf` (`python dataset_scripts/publish.py --benchmark {benchmark} ...`) from the builders in
+`lexical_hf.data`, in the splits used by Akyürek & Andreas (ACL 2021), *Lexicon Learning for Few Shot Sequence
 Modeling*. Columns `source` and `target` are whitespace-tokenized strings.
 
 ## Configs
@@ -136,16 +136,16 @@ def export_benchmark(
     """Write configs of a benchmark as Parquet plus a dataset card ``README.md`` into ``out_dir``.
 
     Args:
-        benchmark: benchmark name (as for :func:`lexical_hf.benchmarks.load_benchmark`).
+        benchmark: benchmark name (as for :func:`lexical_hf.data.load_benchmark`).
         out_dir: the folder to write (created if needed). Configs already exported there by this tool are kept.
         configs: configs to export (default: every config of the benchmark).
         data_dir, cache_dir, splits, validation_fraction, seed, checksum_overrides, allow_download: passed to
-            :func:`lexical_hf.benchmarks.load_benchmark`.
+            :func:`lexical_hf.data.load_benchmark`.
 
     Returns:
         ``out_dir`` as a Path.
     """
-    from lexical_hf.benchmarks import builder_class, canonical_benchmark_name, load_benchmark
+    from lexical_hf.data import builder_class, canonical_benchmark_name, load_benchmark
 
     benchmark = canonical_benchmark_name(benchmark)
     builder_cls = builder_class(benchmark)
@@ -242,7 +242,7 @@ def push_folder_to_hub(folder: str | Path, repo_id: str, *, token: str | None = 
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     commit = api.upload_folder(
         folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-        commit_message="Upload benchmark exported by lexical_hf (dataset_scripts.publish)",
+        commit_message="Upload benchmark exported by lexical_hf (dataset_scripts/publish.py)",
     )
     return commit.commit_url
 
@@ -250,7 +250,7 @@ def push_folder_to_hub(folder: str | Path, repo_id: str, *, token: str | None = 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (0 ok, 2 push requested but no token)."""
     parser = argparse.ArgumentParser(
-        prog="python -m dataset_scripts.publish",
+        prog="python dataset_scripts/publish.py",
         description="Export a lexical_hf benchmark to Parquet + dataset card, optionally push it to the Hub.",
     )
     parser.add_argument("--benchmark", required=True, help="colors | scan | cogs | eng_cmn")

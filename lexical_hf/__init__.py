@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
 
-from .benchmarks import list_benchmarks, load_benchmark
+from .data import list_benchmarks, load_benchmark
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .head import LexicalHeadOutput, LexicalTranslationHead
 from .lexicon import Lexicon, apply_lexicon, learn_lexicon

@@ -3,7 +3,11 @@
 Subcommands are registered in `build_parser` (one ``_add_<name>_command(subparsers)`` function each), so new ones can
 be added without touching the others.
 
-``lexical-hf lexicon``: learn a lexicon on a benchmark split (through `lexical_hf.benchmarks.load_benchmark`) or on
+``lexical-hf train``: the training pipeline (`lexical_hf.training`; the same as ``examples/run_lexical.py``)::
+
+    lexical-hf train --benchmark colors --lexicon simple --seeds 0-3 --output_dir out/colors-simple
+
+``lexical-hf lexicon``: learn a lexicon on a benchmark split (through `lexical_hf.data.load_benchmark`) or on
 a local file, and print its entries as a table::
 
     lexical-hf lexicon --dataset scan --config template_around_right --method simple [--plot out.png]
@@ -28,13 +32,19 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from .lexicon.registry import parse_learner_params
+
 __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lexical-hf`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv[:1] == ["train"]:  # its flags are the training pipeline's own (HfArgumentParser), passed on unparsed
+        args = argparse.Namespace(command="train", handler=lambda _: _run_train(argv[1:]))
+    else:
+        args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except (ValueError, TypeError, OSError, ImportError, RuntimeError) as error:
@@ -65,9 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lexical-hf", description="Lexical translation (Akyürek & Andreas, ACL 2021) for Hugging Face."
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers.add_parser("train", add_help=False,
+                          help="train and evaluate a model over seeds with Seq2SeqTrainer (lexical-hf train --help)")
     _add_lexicon_command(subparsers)
     _add_evaluate_command(subparsers)
     return parser
+
+
+# ---------------------------------------------------------------------- train
+def _run_train(argv: list[str]) -> int:
+    from .training import main as train
+
+    train(argv, program="lexical-hf train")
+    return 0
 
 
 # ---------------------------------------------------------------------- lexicon
@@ -149,7 +169,7 @@ def _run_evaluate(args) -> int:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from . import evaluation
-    from .benchmarks import canonical_benchmark_name, load_benchmark
+    from .data import canonical_benchmark_name, load_benchmark
     from .decoding import generate_texts
     from .results import flatten
 
@@ -217,35 +237,20 @@ def _run_evaluate(args) -> int:
     return 1 if failures else 0
 
 
-def parse_learner_params(pairs: Sequence[str]) -> dict:
-    """``["iterations=10", "variant=code"]`` → ``{"iterations": 10, "variant": "code"}`` (values parsed as JSON when
-    they can be, else kept as strings). Shared with ``examples/run_lexical.py --lexicon_params``."""
-    params = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--param expects NAME=VALUE, got {pair!r}")
-        try:
-            params[name] = json.loads(value)
-        except json.JSONDecodeError:
-            params[name] = value  # a bare string, e.g. variant=code
-    return params
-
-
 def _load_data(args):
     """The training data and its provenance."""
     if args.data_file is not None:
         if (args.source_column, args.target_column) != ("source", "target") or args.config or args.split != "train":
             raise ValueError("--config, --split, --source-column and --target-column apply to --dataset; a --data-file "
                              "is read whole, its first two columns as source and target")
-        from .benchmarks import read_pairs_file
+        from .data import read_pairs_file
 
         sources, targets = read_pairs_file(args.data_file)
         provenance = {"dataset": str(args.data_file), "split": None, "num_examples": len(sources)}
         return (sources, targets), provenance
     import datasets
 
-    from .benchmarks import canonical_benchmark_name, load_benchmark
+    from .data import canonical_benchmark_name, load_benchmark
 
     name = canonical_benchmark_name(args.dataset)
     datasets.disable_progress_bars()  # keep the table readable

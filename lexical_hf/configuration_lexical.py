@@ -5,7 +5,6 @@ from transformers import PreTrainedConfig
 
 from .tokenization_lexical import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
-BACKBONES = ("lstm", "transformer")
 POSITION_ENCODINGS = ("sinusoidal", "learned", "relative")
 ATTENTION_SOURCES = ("cross_attention_mean", "dedicated_head")
 LEXICAL_MODES = ("none", "copy", "lexical")
@@ -14,9 +13,6 @@ LOSS_NORMALIZATIONS = ("tokens", "sequences")
 # the ids LexicalTokenizer gives <pad>, <s>, </s>, <unk> on both sides; the decoder starts from <s>
 FIXED_SPECIAL_IDS = {"pad_token_id": PAD_ID, "bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "unk_token_id": UNK_ID,
                      "decoder_start_token_id": BOS_ID}
-# options only the Transformer reads (an LSTM config must leave them at their defaults)
-TRANSFORMER_OPTIONS = ("num_attention_heads", "ffn_size", "norm_first", "position_encoding", "max_position_embeddings",
-                       "relative_attention_max_distance", "attention_source", "attention_dropout")
 
 
 @strict
@@ -156,8 +152,10 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
 
     def validate_architecture(self):
         """Part of `@strict` validation: reject settings the model cannot build, with the allowed values."""
+        from .backbones import BACKBONES  # the registry imports torch modules; the config module stays light
+
         if self.backbone not in BACKBONES:
-            raise ValueError(f"backbone must be one of {BACKBONES}, got {self.backbone!r}")
+            raise ValueError(f"backbone must be one of {tuple(BACKBONES)}, got {self.backbone!r}")
         if self.lexical_mode not in LEXICAL_MODES:
             raise ValueError(f"lexical_mode must be one of {LEXICAL_MODES}, got {self.lexical_mode!r}")
         if self.gate not in GATE_STYLES:
@@ -187,36 +185,22 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             raise ValueError(f"position_encoding must be one of {POSITION_ENCODINGS}, got {self.position_encoding!r}")
         if self.attention_source not in ATTENTION_SOURCES:
             raise ValueError(f"attention_source must be one of {ATTENTION_SOURCES}, got {self.attention_source!r}")
-        if self.backbone == "transformer":
-            lstm_only = [name for name in ("feed_dropout", "combine_decoder_input", "attention_query_bias") if getattr(self, name)]
-            if lstm_only:
-                raise ValueError(f"{', '.join(lstm_only)}: LSTM options (the Transformer decoder has no fed-back vector)")
-            self._validate_transformer()
-        else:
-            # an option the LSTM ignores is a forgotten backbone="transformer", not a setting to drop silently
-            transformer_only = [name for name in TRANSFORMER_OPTIONS if getattr(self, name) != getattr(type(self), name)]
-            if transformer_only:
-                raise ValueError(
-                    f"{', '.join(transformer_only)}: Transformer options, but backbone={self.backbone!r} (set "
-                    "backbone='transformer', or leave them at their defaults)"
-                )
+        self._validate_backbone_options(BACKBONES)
 
-    def _validate_transformer(self):
-        if self.num_attention_heads < 1 or self.hidden_size % self.num_attention_heads:
-            raise ValueError(
-                f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads ({self.num_attention_heads})"
-            )
-        if self.ffn_size is not None and self.ffn_size < 1:
-            raise ValueError(f"ffn_size must be positive (or None for 4 × hidden_size), got {self.ffn_size}")
-        for name in ("max_position_embeddings", "relative_attention_max_distance", "num_layers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.position_encoding == "learned" and self.max_position_embeddings < self.max_decode_length + 1:
-            # generate() runs to max_decode_length + 1 positions (decoder start included): fail here, not mid-batch
-            raise ValueError(
-                f"max_position_embeddings ({self.max_position_embeddings}) must cover max_decode_length + 1 "
-                f"({self.max_decode_length + 1}) target positions with position_encoding='learned'"
-            )
+    def _validate_backbone_options(self, backbones):
+        """An option of another backbone set to a non-default value is a forgotten ``backbone=...``, not a setting
+        to drop silently; then the chosen backbone's own checks."""
+        chosen = backbones[self.backbone]
+        for name, other in backbones.items():
+            foreign = [option for option in other.config_options if option not in chosen.config_options
+                       and getattr(self, option) != getattr(type(self), option)]
+            if name != self.backbone and foreign:
+                raise ValueError(f"{', '.join(foreign)}: {other.display_name} options, but backbone={self.backbone!r} "
+                                 f"(set backbone={name!r}, or leave them at their defaults)")
+        if self.lexical_mode != "none" and not chosen.has_source_attention:
+            raise ValueError(f"backbone={self.backbone!r} has no attention over the source, which the lexicon needs "
+                             f"(p_lex = Σ_j α_j L[x_j]): use lexical_mode='none'")
+        chosen.validate_config(self)
 
     @property
     def non_generatable_token_ids(self) -> list[int]:

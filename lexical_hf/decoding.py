@@ -23,11 +23,6 @@ def generate_texts(model, tokenizer, sources: Sequence[str], batch_size: int = 6
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     per_source = generate_kwargs.get("num_return_sequences") or 1
-    if generate_kwargs.get("max_new_tokens") is not None and "max_length" not in generate_kwargs \
-            and "decoder_input_ids" not in generate_kwargs:
-        # The same cap, said the way that does not make transformers warn on every call that both max_new_tokens and
-        # the model's max_length are set: the decoder prompt here is the start token alone.
-        generate_kwargs["max_length"] = generate_kwargs.pop("max_new_tokens") + 1
     if hasattr(model, "check_tokenizer"):
         model.check_tokenizer(tokenizer)  # a tokenizer with other ids would decode garbage without an error
     model.eval()

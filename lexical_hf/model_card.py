@@ -9,9 +9,8 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from . import __version__
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .results import results_markdown
-from .sibling_packages import import_sibling_package
 
-DEFAULT_TEMPLATE = "lexical_model_card.md"  # in the `model_cards` package (installed with lexical_hf)
+DEFAULT_TEMPLATE = "lexical_model_card.md"  # in model_cards/, installed as the package data lexical_hf.model_cards
 BENCHMARK_DATASETS = {
     "colors": ("lake2019colors", "Colors (Lake, Linzen & Baroni 2019)"),
     "scan": ("scan", "SCAN"),
@@ -26,7 +25,7 @@ def _template_path(template) -> Path:
         if not Path(template).is_file():
             raise FileNotFoundError(f"model card template {template} not found")
         return Path(template)
-    return Path(str(resources.files(import_sibling_package("model_cards")) / DEFAULT_TEMPLATE))
+    return Path(str(resources.files("lexical_hf.model_cards") / DEFAULT_TEMPLATE))
 
 
 def build_model_card(results: dict, lexicon=None, template=None, repo_id: str | None = None) -> ModelCard:

@@ -4,8 +4,8 @@ Read top to bottom: the output dataclass, the pre-trained base (initialisation),
 forcing and cached decoding share one path), generation glue, and the lexicon plumbing (set / save / load).
 """
 
-import contextlib
 import copy
+import json
 import os
 import re
 import tempfile
@@ -15,58 +15,22 @@ import torch
 from safetensors import SafetensorError
 from torch import nn
 from torch.nn import functional as F
-from transformers import GenerationMixin, PreTrainedModel
-from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers import GenerationConfig, GenerationMixin, PreTrainedModel
+from transformers import initialization as init
 from transformers.utils import ModelOutput, logging
 
-try:  # transformers >= 5.18; 5.17 (on the GPU image) lacks it
-    from transformers.utils.hub import resolve_revision
-except ImportError:
-    resolve_revision = None
-
-from .backbones.lstm import LexicalEncoderOutput, LSTMDecoderCache, LSTMEncoderDecoder
-from .backbones.transformer import TransformerDecoderCache, TransformerEncoderDecoder
+from ._compat import CACHE_NAME, pinned_revision, with_cache_field
+from .backbones import BACKBONES, DecoderCache, LexicalEncoderOutput
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .head import LexicalTranslationHead
 from .lexicon.lexicon import LEXICON_FILE, Lexicon
 
 logger = logging.get_logger(__name__)
 
-BACKBONES = {"lstm": LSTMEncoderDecoder, "transformer": TransformerEncoderDecoder}
-
-
-# transformers 5.24 renamed the decoder state, in every model output and in generate()'s keyword arguments, from
-# `past_key_values` to `cache`. generate() looks the state up in an output under its own version's name only, so the
-# output's field (and what `prepare_inputs_for_generation` hands to `forward`) takes the installed version's name.
-CACHE_NAME = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
-DecoderCache = LSTMDecoderCache | TransformerDecoderCache
-
 
 @dataclass
 class _LexicalSeq2SeqLMOutputFields(ModelOutput):
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    gate: torch.FloatTensor | None = None
-    cross_attentions: tuple[torch.FloatTensor, ...] | None = None
-    encoder_last_hidden_state: torch.FloatTensor | None = None
-    decoder_hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    decoder_attentions: tuple[torch.FloatTensor, ...] | None = None
-
-
-if CACHE_NAME == "cache":
-
-    @dataclass
-    class LexicalSeq2SeqLMOutput(_LexicalSeq2SeqLMOutputFields):
-        cache: DecoderCache | None = None
-
-else:
-
-    @dataclass
-    class LexicalSeq2SeqLMOutput(_LexicalSeq2SeqLMOutputFields):
-        past_key_values: DecoderCache | None = None
-
-
-LexicalSeq2SeqLMOutput.__doc__ = """Output of `LexicalSeq2SeqForConditionalGeneration.forward`.
+    """Output of `LexicalSeq2SeqForConditionalGeneration.forward`.
 
     Attributes:
         loss: negative log-likelihood of the mixture summed over labels that are not -100, divided by their number
@@ -77,13 +41,28 @@ LexicalSeq2SeqLMOutput.__doc__ = """Output of `LexicalSeq2SeqForConditionalGener
         gate: (B, T) p_gate, the weight of the write distribution (1 − gate is the lexicon's share).
         cross_attentions: one (B, T, S) tensor: the attention α used by the lexical head.
         encoder_last_hidden_state: (B, S, H) encoder states.
+        encoder_hidden_states: with `output_hidden_states`, the encoder's states (see `LexicalEncoderOutput`).
+        encoder_attentions: with `output_attentions`, the encoder's self-attention weights (Transformer).
         decoder_hidden_states: with `output_hidden_states`, one (B, T, H) tensor: the decoder features the head reads
             (o_i for the LSTM, the last layer's output for the Transformer).
         decoder_attentions: always None (the LSTM decoder has no self-attention; the Transformer's is not returned);
             the field exists so that `generate(output_attentions=True)` can collect `cross_attentions`, α per step.
-        cache: the decoder's state after the last position (when `use_cache`); the field is `past_key_values` with
-            transformers < 5.24 (see `CACHE_NAME`).
+        cache: the decoder's state after the last position (when `use_cache`); `past_key_values` before transformers
+            5.24, which renamed it (`_compat.CACHE_NAME`).
     """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    gate: torch.FloatTensor | None = None
+    cross_attentions: tuple[torch.FloatTensor, ...] | None = None
+    encoder_last_hidden_state: torch.FloatTensor | None = None
+    encoder_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    encoder_attentions: tuple[torch.FloatTensor, ...] | None = None
+    decoder_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    decoder_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+LexicalSeq2SeqLMOutput = with_cache_field(_LexicalSeq2SeqLMOutputFields, "LexicalSeq2SeqLMOutput")
 
 
 class LexicalSeq2SeqPreTrainedModel(PreTrainedModel):
@@ -103,10 +82,19 @@ class LexicalSeq2SeqPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module):
-        # PyTorch's own initialisation for every layer (what the paper's code used); transformers would otherwise
-        # overwrite it with its normal(0, 0.02) default. The lexicon is data, not a weight: never re-initialised.
-        if isinstance(module, (nn.Linear, nn.Embedding, nn.LSTM)):
+        """PyTorch's own initialisation for every layer (what the paper's code used); transformers would otherwise
+        overwrite it with its normal(0, 0.02) default. The head's L gets its placeholder (uniform rows) here, so a
+        model built on the meta device and then `to_empty()` + `init_weights()` is the model `__init__` builds.
+        Weights that `from_pretrained` loaded are flagged by transformers and left alone (its guard covers
+        `torch.nn.init`, which `reset_parameters` calls, and `initialization.copy_`)."""
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.LSTM, nn.LayerNorm)):
             module.reset_parameters()
+        elif isinstance(module, LexicalTranslationHead) and module.uses_lexicon:
+            placeholder = module.uniform_lexicon()
+            if module.train_lexicon:
+                init.copy_(module.lexicon_logits, module._probabilities_to_logits(placeholder))
+            else:
+                init.copy_(module.lexicon, placeholder)
 
 
 class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, GenerationMixin):
@@ -125,9 +113,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
     def __init__(self, config: LexicalSeq2SeqConfig):
         super().__init__(config)
-        if config.backbone not in BACKBONES:
-            raise ValueError(f"unknown backbone {config.backbone!r}")
-        self.model = BACKBONES[config.backbone](config)
+        self.model = BACKBONES[config.backbone](config)  # the config has checked the name
         self.lexical_head = LexicalTranslationHead(
             feature_size=self.model.feature_size,
             gate_feature_size=self.model.gate_feature_size,
@@ -137,13 +123,11 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             lexical_mode=config.lexical_mode,
             gate=config.gate,
             train_lexicon=config.train_lexicon,
-            # with feed_dropout the LSTM applies output_dropout itself, before the features are fed back
-            output_dropout=0.0 if config.feed_dropout and config.backbone == "lstm" else config.output_dropout,
+            output_dropout=0.0 if self.model.applies_output_dropout else config.output_dropout,
         )
         self.lexicon = None  # the Lexicon artifact L was built from, if any (saved as lexicon.json)
         self.post_init()
-        # max_length counts the decoder start token; Seq2SeqTrainer pads predictions to it
-        self.generation_config.max_length = config.max_decode_length + 1
+        self._apply_generation_defaults(self.generation_config)
 
     # ------------------------------------------------------------------ transformers plumbing
     def get_encoder(self, modality=None):
@@ -155,6 +139,14 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
     def get_input_embeddings(self):
         return self.model.encoder.embed_tokens
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        """Replace the source embedding table with one of the same shape (the source vocabulary is fixed)."""
+        current = self.get_input_embeddings()
+        if not isinstance(value, nn.Embedding) or value.weight.shape != current.weight.shape:
+            raise ValueError(f"set_input_embeddings takes an nn.Embedding of shape {tuple(current.weight.shape)} "
+                             "(source_vocab_size × embedding_size); the vocabularies are fixed")
+        self.model.encoder.set_input_embeddings(value)
 
     def get_output_embeddings(self):
         return None  # the output layer is the lexical head, not a tied embedding matrix
@@ -223,14 +215,16 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             if cache is not None:
                 raise ValueError("pass the decoder state once, as `cache` (or `past_key_values`), not both")
             cache = past_key_values
-        if cache is not None and not isinstance(cache, (LSTMDecoderCache, TransformerDecoderCache)):
+        if cache is not None and not isinstance(cache, DecoderCache):
             # generate() gives a transformers key/value cache to models that do not opt out, and the opt-out is a
             # private hook (`_supports_default_dynamic_cache`): an empty one is "no state yet"; our state replaces it
             if cache.get_seq_length():
-                raise TypeError(f"`cache` must be the decoder's own state (LSTMDecoderCache or TransformerDecoderCache), "
-                                f"not a {type(cache).__name__} that already holds tokens")
+                raise TypeError(f"`cache` must be the decoder's own state (a {self.model.__class__.__name__} "
+                                f"DecoderCache), not a {type(cache).__name__} that already holds tokens")
             cache = None
         use_cache = use_cache if use_cache is not None else self.config.use_cache
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         if labels is not None:
             self._check_labels(labels)
             if decoder_input_ids is None:
@@ -246,7 +240,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         if encoder_outputs is None:
             if input_ids is None:
                 raise ValueError("forward needs `input_ids` (or precomputed `encoder_outputs`)")
-            encoder_outputs = self.model.encoder(input_ids, attention_mask)  # validates the source (check_source)
+            encoder_outputs = self.model.encoder(  # validates the source (check_source)
+                input_ids, attention_mask, output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         if attention_mask is None:
             attention_mask = encoder_outputs.source_ids.ne(self.config.pad_token_id)
 
@@ -292,6 +287,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             gate=head.gate,
             cross_attentions=(attention,),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            encoder_hidden_states=encoder_outputs.hidden_states if output_hidden_states else None,
+            encoder_attentions=encoder_outputs.attentions if output_attentions else None,
             decoder_hidden_states=(features,) if output_hidden_states else None,
             **{CACHE_NAME: cache if use_cache else None},
         )
@@ -336,35 +333,45 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
     # ------------------------------------------------------------------ generation glue
     def prepare_inputs_for_generation(self, input_ids, cache=None, attention_mask=None, past_key_values=None, **kwargs):
-        """Feed only the tokens the cached decoder state has not consumed yet (all of them without a cache).
-        generate() passes the state as `cache` (transformers >= 5.24) or `past_key_values` (earlier)."""
+        """Feed only the tokens the cached decoder state has not consumed yet (all of them without a cache), and pass
+        every other model keyword but `labels` on to `forward`, as transformers' default does. generate() passes the
+        state as `cache` (transformers >= 5.24) or `past_key_values` (earlier)."""
         cache = cache if cache is not None else past_key_values
         if cache is not None:
             input_ids = input_ids[:, cache.get_seq_length() :]
-        return {
-            "decoder_input_ids": input_ids,
-            CACHE_NAME: cache,
-            "encoder_outputs": kwargs.get("encoder_outputs"),
-            "attention_mask": attention_mask,
-            "use_cache": kwargs.get("use_cache"),
-            "output_hidden_states": kwargs.get("output_hidden_states"),
-        }
+        passed_on = {key: value for key, value in kwargs.items() if key not in ("labels", "next_sequence_length")}
+        return {**passed_on, "decoder_input_ids": input_ids, CACHE_NAME: cache, "attention_mask": attention_mask}
 
     def generate(self, *args, **kwargs):
-        """`GenerationMixin.generate`, except that ``<unk>`` stays suppressed while L has abstaining rows (see
-        `set_lexicon`) even when the call passes its own ``suppress_tokens`` or ``generation_config``: the
-        abstaining rows put their mass on ``<unk>``, which must never come out as a word."""
+        """`GenerationMixin.generate`, with three differences.
+
+        * ``<unk>`` stays suppressed while L has abstaining rows (see `set_lexicon`), even when the call passes its
+          own ``suppress_tokens`` or ``generation_config``: the abstaining rows put their mass on ``<unk>``, which
+          must never come out as a word.
+        * Assisted and prompt-lookup decoding are refused: they roll the decoder state back to an earlier token,
+          and the backbones' states (a recurrent state, a key/value list) keep no history to roll back to.
+        * ``num_beams`` and ``num_return_sequences`` must be positive integers (a clear error instead of a division
+          by zero deep inside beam search).
+
+        The model's cap is ``generation_config.max_new_tokens`` (``config.max_decode_length``); a call's own
+        ``max_new_tokens`` or ``max_length`` replaces it.
+        """
+        generation_config = kwargs.get("generation_config") or self.generation_config
+        assisted = [name for name in ("assistant_model", "prompt_lookup_num_tokens", "assistant_early_exit", "use_mtp")
+                    if kwargs.get(name) not in (None, False) or getattr(generation_config, name, None) not in (None, False)]
+        if assisted:
+            raise ValueError(f"{', '.join(assisted)}: assisted and prompt-lookup decoding need a decoder state that can "
+                             "be cropped back to an earlier token, which this model's is not; use greedy or beam search")
+        for name in ("num_beams", "num_return_sequences"):
+            value = kwargs.get(name, getattr(generation_config, name, None))
+            if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if kwargs.get("max_length") is not None and kwargs.get("max_new_tokens") is None:
+            kwargs["max_new_tokens"] = None  # a call's own max_length (Seq2SeqTrainer's) replaces the default cap
         if (self.config.lexicon_info or {}).get("abstains"):
-            unk_id = self.config.unk_token_id
-            if "suppress_tokens" in kwargs:
-                kwargs["suppress_tokens"] = sorted({*(kwargs["suppress_tokens"] or []), unk_id})
-            if kwargs.get("generation_config") is not None:
-                generation_config = copy.deepcopy(kwargs["generation_config"])
-                generation_config.suppress_tokens = sorted({*(generation_config.suppress_tokens or []), unk_id})
-                kwargs["generation_config"] = generation_config
-        # the LSTM decoder merges its weights once per generate() instead of once per token
-        reusing = getattr(self.model.decoder, "reusing_step_weights", contextlib.nullcontext)
-        with reusing():
+            suppressed = kwargs.get("suppress_tokens") or generation_config.suppress_tokens or []
+            kwargs["suppress_tokens"] = sorted({*suppressed, self.config.unk_token_id})
+        with self.model.generation_context():  # e.g. the LSTM merges its step weights once per generate()
             return super().generate(*args, **kwargs)
 
     # ------------------------------------------------------------------ the lexicon
@@ -403,6 +410,31 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         self.config.lexicon_temperature = float(self.config.lexicon_info.get("temperature", 0.0) or 0.0)
         self.config.vocabulary_sha256 = tokenizer.vocabulary_sha256
         self.lexicon = lexicon
+
+    def _apply_generation_defaults(self, generation_config: GenerationConfig) -> None:
+        """What the config says about decoding: at most `max_decode_length` new tokens (as `max_new_tokens`, so a
+        call's own `max_new_tokens` replaces it without transformers' "both were set" warning), and ``<unk>``
+        suppressed while L has abstaining rows."""
+        generation_config.max_new_tokens = self.config.max_decode_length
+        generation_config.max_length = None
+        if (self.config.lexicon_info or {}).get("abstains"):
+            generation_config.suppress_tokens = sorted({*(generation_config.suppress_tokens or []), self.config.unk_token_id})
+
+    def _reconcile_generation_config(self, pretrained_model_name_or_path, revision, hub_kwargs, cap_changed: bool):
+        """After loading: a folder without a readable ``generation_config.json`` (deleted, truncated) would decode with
+        transformers' defaults (20 tokens, no ``<unk>`` ban); it is rebuilt from the config instead, with a warning.
+        Folders saved before the cap was stored as ``max_new_tokens`` (``max_length = max_decode_length + 1``) get
+        the same defaults; a ``max_decode_length`` given to `from_pretrained` replaces the saved cap."""
+        readable = _read_json(_generation_config_file(pretrained_model_name_or_path, revision, hub_kwargs))
+        older_save = readable is not None and readable.get("max_new_tokens") is None and \
+            readable.get("max_length") == self.config.max_decode_length + 1
+        if readable is None:
+            logger.warning(f"{pretrained_model_name_or_path}: no readable generation_config.json; decoding settings are "
+                           f"rebuilt from the config (max_new_tokens={self.config.max_decode_length}"
+                           f"{', <unk> suppressed' if (self.config.lexicon_info or {}).get('abstains') else ''})")
+            self.generation_config = GenerationConfig.from_model_config(self.config)
+        if readable is None or older_save or cap_changed:
+            self._apply_generation_defaults(self.generation_config)
 
     def _suppress_unk(self, abstains: bool) -> None:
         """Keep ``<unk>`` in ``generation_config.suppress_tokens`` exactly while L has abstaining rows."""
@@ -473,7 +505,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         revision = kwargs.pop("revision", None)
         if not os.path.isdir(str(pretrained_model_name_or_path)):
             # pin one commit so the weights and lexicon.json come from the same revision
-            revision = _pinned_revision(
+            revision = pinned_revision(
                 pretrained_model_name_or_path, revision, token=hub_kwargs.get("token"),
                 local_files_only=hub_kwargs.get("local_files_only", False), cache_dir=hub_kwargs.get("cache_dir"),
             )
@@ -490,8 +522,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         problems = {key: value for key, value in problems.items() if value}
         if problems:
             raise ValueError(f"checkpoint {pretrained_model_name_or_path!r} does not match the model: {problems}")
-        if "max_decode_length" in kwargs:  # the saved generation_config.json would otherwise keep the old cap
-            model.generation_config.max_length = model.config.max_decode_length + 1
+        model._reconcile_generation_config(pretrained_model_name_or_path, revision, hub_kwargs,
+                                           cap_changed="max_decode_length" in kwargs)
         lexicon_path = _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs)
         if lexicon_path is not None:
             model.lexicon = _lexicon_describing(model.config, lexicon_path)
@@ -518,42 +550,45 @@ def _lexicon_describing(config: LexicalSeq2SeqConfig, lexicon_path: str):
 
 
 def _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs) -> str | None:
-    """The local path of the `lexicon.json` beside the weights (same folder, or same Hub revision and subfolder), or
-    None when there is none. Public huggingface_hub calls only: transformers' `cached_file` answers None for a missing
+    return _file_beside_weights(pretrained_model_name_or_path, LEXICON_FILE, revision, hub_kwargs)
+
+
+def _generation_config_file(pretrained_model_name_or_path, revision, hub_kwargs) -> str | None:
+    return _file_beside_weights(pretrained_model_name_or_path, "generation_config.json", revision, hub_kwargs)
+
+
+def _read_json(path: str | None) -> dict | None:
+    """The JSON object in `path`, or None when there is no such file or it is not a JSON object (e.g. truncated)."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            value = json.load(file)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _file_beside_weights(pretrained_model_name_or_path, filename: str, revision, hub_kwargs) -> str | None:
+    """The local path of `filename` beside the weights (same folder, or same Hub revision and subfolder), or None
+    when there is none. Public huggingface_hub calls only: transformers' `cached_file` answers None for a missing
     file only through private flags, and silently ignores flags it no longer knows (it would then raise)."""
     subfolder = hub_kwargs.get("subfolder") or ""
     if os.path.isdir(str(pretrained_model_name_or_path)):
-        path = os.path.join(str(pretrained_model_name_or_path), subfolder, LEXICON_FILE)
+        path = os.path.join(str(pretrained_model_name_or_path), subfolder, filename)
         return path if os.path.isfile(path) else None
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
     try:
         return hf_hub_download(
-            str(pretrained_model_name_or_path), LEXICON_FILE, subfolder=subfolder or None, revision=revision,
+            str(pretrained_model_name_or_path), filename, subfolder=subfolder or None, revision=revision,
             cache_dir=hub_kwargs.get("cache_dir"), token=hub_kwargs.get("token"),
             local_files_only=hub_kwargs.get("local_files_only", False),
             force_download=hub_kwargs.get("force_download", False),
         )
-    except EntryNotFoundError:  # no lexicon.json in the repository (offline and not cached: LocalEntryNotFoundError)
+    except EntryNotFoundError:  # no such file in the repository (offline and not cached: LocalEntryNotFoundError)
         return None
-
-
-def _pinned_revision(repo_id, revision, *, token, local_files_only, cache_dir):
-    """The commit that ``revision`` of a Hub repository points to now, or ``revision`` itself when it cannot be
-    resolved (offline, unknown repository, …): loading then reports the problem, as transformers does."""
-    if resolve_revision is not None:
-        return resolve_revision(
-            repo_id, revision, token=token, local_files_only=local_files_only, cache_dir=cache_dir
-        ) or revision
-    from huggingface_hub import HfApi, constants
-
-    if local_files_only or constants.HF_HUB_OFFLINE:
-        return revision
-    try:
-        return HfApi(token=token).model_info(str(repo_id), revision=revision).sha or revision
-    except Exception:  # fail open, like transformers' resolve_revision
-        return revision
 
 
 __all__ = [

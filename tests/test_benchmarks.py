@@ -1,4 +1,4 @@
-"""Tests of the benchmark loaders (dataset_scripts builders through lexical_hf.benchmarks.load_benchmark).
+"""Tests of the benchmark loaders (the builders of lexical_hf.data, through load_benchmark).
 
 Tests that need the raw-data mirror (``../shared/data`` beside the repository, or ``$LEXICAL_HF_DATA_DIR``) skip
 with a reason when it is absent. Every load uses a fresh ``tmp_path`` cache.
@@ -19,20 +19,20 @@ from pathlib import Path
 import datasets
 import pytest
 
-from dataset_scripts import (
+from lexical_hf.data._common import (
     ChecksumMismatchError,
     MissingDataFileError,
     RemoteFile,
     git_blob_id_of_file,
     sha256_of_file,
 )
-from dataset_scripts._common import fetch_raw_file
-from dataset_scripts.cogs import COGS_FILES
-from dataset_scripts.colors import COLORS_TEST as COLORS_TEST_EMBEDDED
-from dataset_scripts.colors import COLORS_TRAIN as COLORS_TRAIN_EMBEDDED
-from dataset_scripts.eng_cmn import ENG_CMN_FILES, one_shot_flags, paper_split_order, segment_chinese, tokenize_english
-from dataset_scripts.scan import generate_scan
-from lexical_hf.benchmarks import list_benchmarks, load_benchmark
+from lexical_hf.data._common import fetch_raw_file
+from lexical_hf.data.cogs import COGS_FILES
+from lexical_hf.data.colors import COLORS_TEST as COLORS_TEST_EMBEDDED
+from lexical_hf.data.colors import COLORS_TRAIN as COLORS_TRAIN_EMBEDDED
+from lexical_hf.data.eng_cmn import ENG_CMN_FILES, one_shot_flags, paper_split_order, segment_chinese, tokenize_english
+from lexical_hf.data.scan import generate_scan
+from lexical_hf.data import list_benchmarks, load_benchmark
 
 MIRROR = Path(os.environ.get("LEXICAL_HF_DATA_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
@@ -512,7 +512,7 @@ def test_the_raw_eng_cmn_cache_is_keyed_on_the_tokenizer_versions(tmp_path, monk
     the old tokenization from the cache."""
     import importlib.metadata
 
-    from dataset_scripts.eng_cmn import EngCmn
+    from lexical_hf.data.eng_cmn import EngCmn
 
     def cache_key(versions):
         monkeypatch.setattr(importlib.metadata, "version", lambda package: versions[package])
@@ -533,27 +533,26 @@ def test_a_damaged_cache_says_how_to_rebuild_it(tmp_path):
     assert sizes(load_benchmark("colors", cache_dir=tmp_path, force_rebuild=True)) == {"train": 14, "test": 10}
 
 
-def test_a_package_named_like_a_sibling_package_in_the_current_directory_is_a_clear_error(tmp_path):
-    """`dataset_scripts` and `model_cards` are installed as top-level packages beside lexical_hf; `python -c` puts
-    the current directory first on sys.path, where a user's own package of that name would be imported instead."""
+def test_only_lexical_hf_is_installed_and_same_named_packages_of_the_user_change_nothing(tmp_path):
+    """`dataset_scripts/` and `model_cards/` are folders of the checkout, not installed packages: the builders live in
+    `lexical_hf.data` and the card template ships as package data (`lexical_hf.model_cards`). Outside the checkout
+    neither name imports, and a user's own packages of those names in the current directory (first on sys.path for
+    `python -c`) are never picked up."""
     import subprocess
     import sys
 
     for name in ("dataset_scripts", "model_cards"):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text("")
-    script = ("import lexical_hf\n"
-              "from lexical_hf.model_card import _template_path\n"
-              "for call in (lambda: lexical_hf.load_benchmark('colors'), lambda: _template_path(None)):\n"
-              "    try:\n"
-              "        call()\n"
-              "    except ImportError as error:\n"
-              "        print(error)\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    lines = result.stdout.splitlines()
-    assert result.returncode == 0 and len(lines) == 2, result.stderr[-2000:]
-    for name, line in zip(("dataset_scripts", "model_cards"), lines):
-        assert line.startswith(f"`{name}` was imported from {tmp_path.resolve() / name}, not from ") and "shadows" in line
-    # from elsewhere the installed ones load
-    assert load_benchmark("colors")["test"].num_rows == 10
+        (tmp_path / name / "__init__.py").write_text(f"raise RuntimeError('the user\'s own {name} was imported')\n")
+    uses = ("import lexical_hf\n"
+            "from lexical_hf.model_card import _template_path\n"
+            "print(lexical_hf.load_benchmark('colors')['test'].num_rows, _template_path(None).is_file())\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-c", uses], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0 and result.stdout.split() == ["10", "True"], result.stderr[-2000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name in ("dataset_scripts", "model_cards"):
+        imported = subprocess.run([sys.executable, "-c", f"import lexical_hf, {name}"], cwd=elsewhere, capture_output=True,
+                                  text=True, timeout=300, env=env)
+        assert imported.returncode != 0 and f"No module named '{name}'" in imported.stderr, imported.stderr[-2000:]

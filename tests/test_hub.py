@@ -104,7 +104,7 @@ def load_and_generate(model_id: str, sources: list[str]) -> dict:
 
 
 def colors_test_sources(cache_dir: Path) -> list[str]:
-    from lexical_hf.benchmarks import load_benchmark
+    from lexical_hf.data import load_benchmark
 
     return list(load_benchmark("colors", cache_dir=cache_dir)["test"]["source"])
 

@@ -504,7 +504,7 @@ def test_cli_compares_methods_and_reports_errors(tmp_path, capsys):
 
 
 def test_cli_loads_benchmarks_through_load_benchmark(tmp_path, capsys, monkeypatch):
-    from lexical_hf import benchmarks
+    from lexical_hf import data as benchmarks
     from lexical_hf.cli import main
 
     seen = {}

@@ -53,7 +53,7 @@ def read_tsv(path: Path):
 @pytest.fixture(scope="module")
 def scan_train(tmp_path_factory):
     """SCAN train splits as `datasets.Dataset`s (generated from the grammar by load_benchmark: no mirror needed)."""
-    from lexical_hf.benchmarks import load_benchmark
+    from lexical_hf.data import load_benchmark
 
     cache = tmp_path_factory.mktemp("scan_cache")
     return {

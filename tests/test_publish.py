@@ -1,4 +1,4 @@
-"""Tests of dataset_scripts.publish: exported Parquet folders load through stock `datasets.load_dataset`."""
+"""Tests of dataset_scripts/publish.py: exported Parquet folders load through stock `datasets.load_dataset`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,23 @@ import datasets
 import pytest
 import yaml
 
-from dataset_scripts.eng_cmn import ENG_CMN_FILES
-from dataset_scripts.publish import export_benchmark, main
-from lexical_hf.benchmarks import load_benchmark
+from lexical_hf.data import load_benchmark
+from lexical_hf.data.eng_cmn import ENG_CMN_FILES
+
+
+def _publish_script():
+    """dataset_scripts/publish.py, a script of the checkout (not an installed package), loaded from its path."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "dataset_scripts" / "publish.py"
+    spec = importlib.util.spec_from_file_location("publish", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PUBLISH = _publish_script()
+export_benchmark, main = _PUBLISH.export_benchmark, _PUBLISH.main
 
 MIRROR = Path(os.environ.get("LEXICAL_HF_DATA_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 

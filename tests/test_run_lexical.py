@@ -1,4 +1,5 @@
-"""Smoke tests of examples/run_lexical.py end to end on Colors with a tiny model, as a user runs it."""
+"""Smoke tests of the training pipeline (`lexical_hf.training`) end to end on Colors with a tiny model, run as a user
+runs it: `python examples/run_lexical.py …` (and `lexical-hf train …`, the same pipeline)."""
 
 import json
 import os
@@ -21,15 +22,20 @@ HUB_FILES = {"config.json", "model.safetensors", "generation_config.json", "sour
              "target_tokenizer.json", "tokenizer_config.json", "lexicon.json", "results.json", "results.md", "README.md"}
 
 
-@pytest.fixture(scope="module")
-def run_lexical_module():
-    """examples/run_lexical.py imported as a module (it is a script, not part of the package)."""
-    import importlib.util
+def preset_values(argv: list[str]) -> dict:
+    """The flag values the preset gives for a command line's preset, backbone and data."""
+    from lexical_hf.training.arguments import HfArgumentParser, preset_defaults, resolve_benchmark
+    from lexical_hf.training.arguments import ARGUMENT_CLASSES
 
-    spec = importlib.util.spec_from_file_location("run_lexical", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    first, _ = HfArgumentParser(ARGUMENT_CLASSES).parse_known_args(argv)
+    benchmark = resolve_benchmark(first.benchmark, first.train_file)
+    return preset_defaults(first.backbone, first.preset, benchmark, first.benchmark_config)[1]
+
+
+def preset_entry(preset: str, key: str) -> dict:
+    from lexical_hf.training.arguments import load_presets, preset_entry as entry
+
+    return entry(load_presets("lstm"), preset, key)
 
 
 def run(command, output_dir, extra=(), timeout=600):
@@ -194,10 +200,10 @@ def test_resume_after_an_interrupted_seed_gives_the_same_result(tmp_path, sampli
     assert all(torch.equal(straight_weights[name], resumed_weights[name]) for name in straight_weights)
 
 
-def test_length_grouped_batches_depend_on_the_seed_and_epoch_only(run_lexical_module):
+def test_length_grouped_batches_depend_on_the_seed_and_epoch_only():
     """The length-grouped sampler draws each epoch from its own (seed, epoch) generator, never from torch's global
     one (which a resumed run restores only after building the epoch's iterator)."""
-    sampler_class = run_lexical_module.EpochSeededLengthGroupedSampler
+    from lexical_hf.training import EpochSeededLengthGroupedSampler as sampler_class
     lengths = [1 + i % 7 for i in range(200)]
 
     def order(seed, epoch, global_seed):
@@ -266,15 +272,17 @@ def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_pa
     assert result.returncode != 0 and "was made by 'pmi'" in result.stderr, result.stderr[-2000:]
 
 
-def test_the_row_records_the_ties_its_lexicon_breaks_otherwise_than_by_string(run_lexical_module):
+def test_the_row_records_the_ties_its_lexicon_breaks_otherwise_than_by_string():
+    from lexical_hf.training.pipeline import tie_break_summary
+
     from lexical_hf.lexicon import Lexicon
 
     entries = {"dax": {"RED": 1, "BLUE": 1}, "lug": {"BLUE": 1, "GREEN": 1}, "wif": {"GREEN": 2}}
-    summary = run_lexical_module.tie_break_summary(Lexicon(entries, tie_breaks={"dax": "RED", "lug": "BLUE"}))
+    summary = tie_break_summary(Lexicon(entries, tie_breaks={"dax": "RED", "lug": "BLUE"}))
     assert summary.startswith("1 inputs: dax→RED (sha256 ")  # lug→BLUE is the string rule's choice as well
-    assert run_lexical_module.tie_break_summary(Lexicon(entries, tie_breaks={"lug": "BLUE"})) is None
-    assert run_lexical_module.tie_break_summary(Lexicon(entries)) is None
-    assert run_lexical_module.tie_break_summary(None) is None
+    assert tie_break_summary(Lexicon(entries, tie_breaks={"lug": "BLUE"})) is None
+    assert tie_break_summary(Lexicon(entries)) is None
+    assert tie_break_summary(None) is None
 
 
 def test_bad_arguments_fail_clearly(tmp_path):
@@ -298,16 +306,15 @@ def test_bad_arguments_fail_clearly(tmp_path):
         assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
 
 
-def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path, run_lexical_module):
+def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path):
     """--train_file without --benchmark used to run with Colors' preset (batch 5, 560 updates) and publish a card and
     results.json naming Colors; now it takes the preset's default entry and says the data is the user's."""
-    module = run_lexical_module
-    colors = module.preset_values(["--benchmark", "colors"])
-    own = module.preset_values(["--train_file", "pairs.tsv"])
-    assert own == module.preset_values(["--train_file", "pairs.tsv", "--benchmark", "none"])
-    assert own["per_device_train_batch_size"] == module.PRESETS["paper"]["default"]["per_device_train_batch_size"]
+    colors = preset_values(["--benchmark", "colors"])
+    own = preset_values(["--train_file", "pairs.tsv"])
+    assert own == preset_values(["--train_file", "pairs.tsv", "--benchmark", "none"])
+    assert own["per_device_train_batch_size"] == preset_entry("paper", "default")["per_device_train_batch_size"]
     assert own["per_device_train_batch_size"] != colors["per_device_train_batch_size"]
-    assert module.preset_values([]) == colors  # no data flags at all: Colors, as documented
+    assert preset_values([]) == colors  # no data flags at all: Colors, as documented
     (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
     (tmp_path / "test.tsv").write_text("dax dax\tRED RED\n")
     out = tmp_path / "out"
@@ -352,26 +359,28 @@ def test_transformer_backbone_has_no_paper_preset(tmp_path):
     assert result.returncode != 0 and "--preset for --backbone transformer must be one of ['cpu', 'none']" in result.stderr
 
 
-def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry(run_lexical_module):
-    module = run_lexical_module
+def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry():
+    from lexical_hf.training import parse_arguments
+
     scan = ["--preset", "cpu", "--benchmark", "scan", "--benchmark_config"]
-    jump = module.preset_values([*scan, "addprim_jump"])
-    around_right = module.preset_values([*scan, "template_around_right"])
-    assert jump["max_steps"] == module.PRESETS["cpu"]["scan/addprim_jump"]["max_steps"] != around_right["max_steps"]
+    jump = preset_values([*scan, "addprim_jump"])
+    around_right = preset_values([*scan, "template_around_right"])
+    assert jump["max_steps"] == preset_entry("cpu", "scan/addprim_jump")["max_steps"] != around_right["max_steps"]
     assert {k: v for k, v in jump.items() if k != "max_steps"} == {k: v for k, v in around_right.items() if k != "max_steps"}
-    assert module.preset_values([*scan[:-1], "--benchmark_config=addprim_jump"])["max_steps"] == jump["max_steps"]
+    assert preset_values([*scan[:-1], "--benchmark_config=addprim_jump"])["max_steps"] == jump["max_steps"]
     # a flag on the command line still wins over the preset
-    args = module.parse_arguments([*scan, "addprim_jump", "--max_steps", "7", "--output_dir", "unused"])
+    args = parse_arguments([*scan, "addprim_jump", "--max_steps", "7", "--output_dir", "unused"])
     assert args[-1].max_steps == 7
 
 
-def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_path, run_lexical_module):
+def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_path):
     """`--group_by_target_length` groups batches by source + target length, not only by the source as the stock
     Trainer does (on SCAN grouping by the source nearly doubles the padded target positions)."""
     import datasets
     from transformers import Seq2SeqTrainingArguments
 
-    module = run_lexical_module
+    from lexical_hf import training as module
+
     # every source has 3 tokens, targets have 1 to 8: grouping by the source alone cannot separate them
     targets = [[5] * (1 + i % 8) for i in range(64)]
     train = datasets.Dataset.from_dict({"input_ids": [[4, 4, 4]] * 64, "labels": targets})
@@ -402,20 +411,23 @@ def test_group_by_target_length_groups_batches_by_source_plus_target_length(tmp_
     assert padded_decoder_steps(trainer) < padded_decoder_steps(stock) - 8
 
 
-def test_a_row_records_the_revision_it_was_trained_with_not_the_one_at_its_end(tmp_path, run_lexical_module,
-                                                                                 monkeypatch):
+def test_a_row_records_the_revision_it_was_trained_with_not_the_one_at_its_end(tmp_path, monkeypatch):
+    from lexical_hf.training import pipeline, provenance
+
     trained = []
-    run_seed = run_lexical_module.run_seed
-    monkeypatch.setattr(run_lexical_module, "run_seed", lambda *args, **kwargs: trained.append(1) or run_seed(*args, **kwargs))
-    monkeypatch.setattr(run_lexical_module, "source_revision",
+    run_seed = pipeline.run_seed
+    monkeypatch.setattr(pipeline, "run_seed", lambda *args, **kwargs: trained.append(1) or run_seed(*args, **kwargs))
+    monkeypatch.setattr(provenance, "source_revision",
                         lambda checkout=None: "commit-after-training" if trained else "commit-before-training")
-    run_lexical_module.main([*TINY, "--max_steps", "2", "--output_dir", str(tmp_path / "run")])
+    pipeline.main([*TINY, "--max_steps", "2", "--output_dir", str(tmp_path / "run")])
     assert trained
     assert json.loads((tmp_path / "run" / "results.json").read_text())["source_revision"] == "commit-before-training"
 
 
-def test_source_revision_is_dirty_only_when_code_has_uncommitted_changes(tmp_path, run_lexical_module):
+def test_source_revision_is_dirty_only_when_code_has_uncommitted_changes(tmp_path):
     """Rows trained side by side write results/ while the others run: that must not mark their code dirty."""
+    from lexical_hf.training.provenance import source_revision
+
     git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
                                        check=True, capture_output=True)
     (tmp_path / "results").mkdir()
@@ -425,36 +437,37 @@ def test_source_revision_is_dirty_only_when_code_has_uncommitted_changes(tmp_pat
     git("init", "-q")
     git("add", ".")
     git("commit", "-q", "-m", "start")
-    clean = run_lexical_module.source_revision(tmp_path)
+    clean = source_revision(tmp_path)
     assert clean and not clean.endswith("-dirty")
     (tmp_path / "results" / "row.json").write_text('{"seeds": [0]}\n')
     (tmp_path / "notes.md").write_text("more notes\n")
     (tmp_path / "untracked.py").write_text("y = 2\n")
-    assert run_lexical_module.source_revision(tmp_path) == clean
+    assert source_revision(tmp_path) == clean
     (tmp_path / "code.py").write_text("x = 2\n")
-    assert run_lexical_module.source_revision(tmp_path) == f"{clean}-dirty"
-    assert run_lexical_module.source_revision(tmp_path / "results") == f"{clean}-dirty"  # from a subfolder too
+    assert source_revision(tmp_path) == f"{clean}-dirty"
+    assert source_revision(tmp_path / "results") == f"{clean}-dirty"  # from a subfolder too
 
 
-def test_the_recorded_revision_is_of_the_lexical_hf_that_runs(tmp_path, run_lexical_module, monkeypatch):
+def test_the_recorded_revision_is_of_the_lexical_hf_that_runs(tmp_path, monkeypatch):
     """A lexical_hf installed from a wheel is described by its version, not by a git repository around its
-    site-packages nor by the checkout the script runs from (which then is named as the script's)."""
+    site-packages."""
+    import lexical_hf
+    from lexical_hf.training.provenance import code_revision, source_revision
+
     site = tmp_path / "venv" / "site-packages"
     (site / "lexical_hf").mkdir(parents=True)
     (site / "lexical_hf" / "__init__.py").write_text("")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # a project repository around its venv
-    lexical_hf = run_lexical_module.lexical_hf
-    script = run_lexical_module.source_revision(REPO)
-    assert run_lexical_module.code_revision() == script  # a checkout: lexical_hf and the script are one revision
+    checkout = source_revision(REPO)
+    assert code_revision() == (checkout or f"lexical_hf {lexical_hf.__version__}")  # this checkout's revision
     monkeypatch.setattr(lexical_hf, "__file__", str(site / "lexical_hf" / "__init__.py"))
-    installed = f"lexical_hf {lexical_hf.__version__}"
-    assert run_lexical_module.code_revision() == (f"{installed}; run_lexical.py {script}" if script else installed)
+    assert code_revision() == f"lexical_hf {lexical_hf.__version__}"
 
 
 def test_own_files_are_read_as_pairs_whatever_else_they_hold(tmp_path):
     """COGS-style TSVs carry a third column (the category): pandas' CSV reader made the first column the index and
     trained on (target, category) without a word. Numbers are text, and a line without a tab is a clear error."""
-    from lexical_hf.benchmarks import load_pairs_file
+    from lexical_hf.data import load_pairs_file
 
     (tmp_path / "three.tsv").write_text("a b\tA B\tin_distribution\nb\tB\tprimitive\n\nIN: a OUT: A\n")
     data = load_pairs_file(tmp_path / "three.tsv")
@@ -571,7 +584,9 @@ def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_
     assert results["settings"]["max_train_minutes"] == 0.02
 
 
-def test_validation_exact_match_never_counts_a_reference_with_an_unknown_word(run_lexical_module):
+def test_validation_exact_match_never_counts_a_reference_with_an_unknown_word():
+    from lexical_hf.training.trainer import validation_exact_match
+
     """Checkpoint selection decodes the label ids; a target word outside the vocabulary is <unk> there, and dropping it
     would let a prediction without the word match (the test evaluation, on strings, says it does not)."""
     from lexical_hf import LexicalTokenizer, evaluation
@@ -584,7 +599,7 @@ def test_validation_exact_match_never_counts_a_reference_with_an_unknown_word(ru
     t = tokenizer.target_vocab
     predicted = np.array([[1, t["I_WALK"], 2, 0], [1, t["I_JUMP"], 2, 0]])
     predictions = tokenizer.batch_decode(predicted, skip_special_tokens=True)
-    assert run_lexical_module.validation_exact_match(tokenizer, predicted, label_ids) == 0.5
+    assert validation_exact_match(tokenizer, predicted, label_ids) == 0.5
     assert evaluation.exact_match(predictions, targets) == 0.5
 
 

@@ -25,88 +25,27 @@ projection in the head) is computed once for all steps, and the attention keys o
 """
 
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-from transformers.utils import ModelOutput
+
+from .common import Backbone, DecoderCache, LexicalEncoderOutput, check_source
 
 
-@dataclass
-class LexicalEncoderOutput(ModelOutput):
-    """Encoder output. Every tensor is batch-first so that `generate()` can expand it for beam search.
-
-    Attributes:
-        last_hidden_state: (B, S, H) encoder states e_j used as attention memory.
-        source_ids: (B, S) the source token ids, needed by the lexical head at every decoding step.
-        final_hidden: (B, num_layers, H) final LSTM hidden state (directions summed), initialises the decoder.
-        final_cell: (B, num_layers, H) final LSTM cell state (directions summed).
-    """
-
-    last_hidden_state: torch.Tensor | None = None
-    source_ids: torch.Tensor | None = None
-    final_hidden: torch.Tensor | None = None
-    final_cell: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
-
-
-def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, pad_token_id: int,
-                 source_vocab_size: int) -> torch.Tensor:
-    """Validate a source batch and return its (B, S) attention mask (``input_ids != pad_token_id`` when omitted).
-
-    Every encoder calls this first, so the checks hold on every path into the model: `forward`, and `generate()`,
-    which runs the encoder through `get_encoder()` without calling `forward`.
-
-    Raises:
-        ValueError: not a non-empty (batch, length) tensor; an empty sequence; left padding (the recurrent encoder
-            would read padding as input, and every model reads the last source positions as the sequence's end); ids
-            outside the source vocabulary (a batch encoded with another tokenizer).
-    """
-    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-        raise ValueError(f"input_ids must be a non-empty (batch, length) tensor, got shape {tuple(input_ids.shape)}")
-    if attention_mask is None:
-        attention_mask = input_ids.ne(pad_token_id)
-    attention_mask = attention_mask.long()
-    lengths = attention_mask.sum(-1)
-    if (lengths == 0).any():
-        empty = (lengths == 0).nonzero().flatten().tolist()
-        raise ValueError(f"empty source sequence(s) at batch index {empty}: every input needs at least one token")
-    if not torch.equal(attention_mask.cumprod(-1), attention_mask):
-        raise ValueError(
-            "attention_mask must be right-padded (1s then 0s): LexicalTokenizer pads on the right; "
-            "set tokenizer.padding_side = 'right'"
-        )
-    if (input_ids.min() < 0) or (input_ids.max() >= source_vocab_size):
-        raise ValueError(
-            f"input_ids must be in [0, {source_vocab_size}) (source_vocab_size), "
-            f"got min {input_ids.min().item()} max {input_ids.max().item()}: was it encoded with another tokenizer?"
-        )
-    return attention_mask
-
-
-class LSTMDecoderCache:
+class LSTMDecoderCache(DecoderCache):
     """Recurrent decoder state carried between `generate()` steps (the LSTM's "KV cache").
 
     Holds the LSTM hidden and cell states (num_layers, B, H), the input-feeding vector o_{i-1} (B, H), how many
     target tokens have been consumed, and the attention keys W_attᵀ e_j (B, H, S) with the query bias's scores b·e_j
     (B, S) or None: they depend only on the encoder's output, so cached decoding computes them once, not at every
-    step. `reorder_cache` follows beam search's choice of parents. The class attributes are the parts of
-    transformers' `Cache` interface that `generate()` reads (it is not a key/value cache, so none of its other
-    methods apply).
+    step. `reorder_cache` follows beam search's choice of parents.
     """
-
-    is_croppable = False
-    is_compileable = False
 
     def __init__(self, hidden: torch.Tensor, cell: torch.Tensor, feed: torch.Tensor, seq_length: int = 0,
                  keys: torch.Tensor | None = None, query_bias_scores: torch.Tensor | None = None):
         self.hidden, self.cell, self.feed, self.seq_length = hidden, cell, feed, seq_length
         self.keys, self.query_bias_scores = keys, query_bias_scores
-
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        return self.seq_length
 
     @property
     def is_linear(self) -> list[bool]:
@@ -149,6 +88,9 @@ class LSTMEncoder(nn.Module):
             nn.Linear(2 * config.hidden_size, config.hidden_size) if config.bidirectional_encoder else nn.Identity()
         )
 
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embed_tokens = value
+
     def forward(
         self,
         input_ids: torch.LongTensor,
@@ -171,7 +113,8 @@ class LSTMEncoder(nn.Module):
         hidden = hidden.view(self.num_layers, self.directions, batch, -1).sum(1).transpose(0, 1)
         cell = cell.view(self.num_layers, self.directions, batch, -1).sum(1).transpose(0, 1)
         return LexicalEncoderOutput(
-            last_hidden_state=states, source_ids=input_ids, final_hidden=hidden, final_cell=cell
+            last_hidden_state=states, source_ids=input_ids, final_hidden=hidden, final_cell=cell,
+            hidden_states=(states,) if output_hidden_states else None,  # nn.LSTM runs its layers fused
         )
 
 
@@ -383,8 +326,11 @@ class LSTMAttentionDecoder(nn.Module):
         return features, gate_features, attention, new_cache
 
 
-class LSTMEncoderDecoder(nn.Module):
+class LSTMEncoderDecoder(Backbone):
     """The backbone: encoder + attentional decoder. Knows nothing about lexicons."""
+
+    display_name = "LSTM"
+    config_options = ("bidirectional_encoder", "feed_dropout", "combine_decoder_input", "attention_query_bias")
 
     def __init__(self, config):
         super().__init__()
@@ -392,3 +338,7 @@ class LSTMEncoderDecoder(nn.Module):
         self.decoder = LSTMAttentionDecoder(config)
         self.feature_size = config.hidden_size
         self.gate_feature_size = config.hidden_size
+        self.applies_output_dropout = config.feed_dropout  # feed_dropout drops o_i before it is fed back
+
+    def generation_context(self):
+        return self.decoder.reusing_step_weights()

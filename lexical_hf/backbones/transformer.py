@@ -47,10 +47,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .lstm import LexicalEncoderOutput, check_source
+from .common import Backbone, DecoderCache, LexicalEncoderOutput, check_source
 
 
-class TransformerDecoderCache:
+class TransformerDecoderCache(DecoderCache):
     """Key/value cache of the Transformer decoder, carried between `generate()` steps.
 
     Attributes:
@@ -61,17 +61,11 @@ class TransformerDecoderCache:
         seq_length: t, the number of target tokens consumed (also the position of the next token).
     """
 
-    is_croppable = False  # the parts of transformers' `Cache` interface that `generate()` reads
-    is_compileable = False
-
     def __init__(self, self_keys, self_values, cross_keys, cross_values, lexical_keys=None, seq_length: int = 0):
         self.self_keys, self.self_values = list(self_keys), list(self_values)
         self.cross_keys, self.cross_values = list(cross_keys), list(cross_values)
         self.lexical_keys = lexical_keys
         self.seq_length = seq_length
-
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        return self.seq_length
 
     @property
     def is_linear(self) -> list[bool]:
@@ -263,6 +257,9 @@ class TransformerEncoder(nn.Module):
     def embed_tokens(self) -> nn.Embedding:
         return self.embedding.embed_tokens
 
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embedding.embed_tokens = value
+
     def forward(
         self,
         input_ids: torch.LongTensor,
@@ -405,8 +402,29 @@ class TransformerDecoder(nn.Module):
         return y, y, attention, new_cache
 
 
-class TransformerEncoderDecoder(nn.Module):
+class TransformerEncoderDecoder(Backbone):
     """The backbone: Transformer encoder + decoder. Knows nothing about lexicons."""
+
+    display_name = "Transformer"
+    config_options = ("num_attention_heads", "ffn_size", "norm_first", "position_encoding", "max_position_embeddings",
+                      "relative_attention_max_distance", "attention_source", "attention_dropout")
+
+    @classmethod
+    def validate_config(cls, config) -> None:
+        if config.num_attention_heads < 1 or config.hidden_size % config.num_attention_heads:
+            raise ValueError(f"hidden_size ({config.hidden_size}) must be a multiple of num_attention_heads "
+                             f"({config.num_attention_heads})")
+        if config.ffn_size is not None and config.ffn_size < 1:
+            raise ValueError(f"ffn_size must be positive (or None for 4 × hidden_size), got {config.ffn_size}")
+        for name in ("max_position_embeddings", "relative_attention_max_distance", "num_layers"):
+            if getattr(config, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(config, name)}")
+        if config.position_encoding == "learned" and config.max_position_embeddings < config.max_decode_length + 1:
+            # generate() runs to max_decode_length + 1 positions (decoder start included): fail here, not mid-batch
+            raise ValueError(
+                f"max_position_embeddings ({config.max_position_embeddings}) must cover max_decode_length + 1 "
+                f"({config.max_decode_length + 1}) target positions with position_encoding='learned'"
+            )
 
     def __init__(self, config):
         super().__init__()

@@ -8,15 +8,17 @@ Registering one makes it available to `learn_lexicon(data, method=name)` and to 
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LEARNERS", "LearnerOutput", "LearnerSpec", "available_methods", "get_learner", "register_learner"]
+__all__ = ["LEARNERS", "LearnerOutput", "LearnerSpec", "available_methods", "get_learner", "parse_learner_params",
+           "register_learner"]
 
 
 @dataclass
@@ -107,3 +109,19 @@ def get_learner(method: str) -> LearnerSpec:
         return LEARNERS[method]
     except KeyError:
         raise ValueError(f"unknown lexicon learning method {method!r}; known methods: {', '.join(LEARNERS)}") from None
+
+
+def parse_learner_params(pairs: Sequence[str]) -> dict:
+    """``["iterations=10", "variant=code"]`` → ``{"iterations": 10, "variant": "code"}`` (values parsed as JSON when
+    they can be, else kept as strings): what ``lexical-hf lexicon --param`` and ``lexical-hf train --lexicon_params``
+    take."""
+    params = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--param expects NAME=VALUE, got {pair!r}")
+        try:
+            params[name] = json.loads(value)
+        except json.JSONDecodeError:
+            params[name] = value  # a bare string, e.g. variant=code
+    return params

@@ -1,4 +1,4 @@
-"""The one entry point to the benchmark builders in ``dataset_scripts``: :func:`load_benchmark`.
+"""The one entry point to the benchmark builders of this package: :func:`load_benchmark`.
 
 ``datasets`` >= 4 no longer runs loading scripts through ``load_dataset``, so the builders
 (``datasets.GeneratorBasedBuilder`` subclasses) are called directly here: ``download_and_prepare()`` then
@@ -7,7 +7,7 @@ least the string columns ``source`` and ``target`` (whitespace-tokenized).
 
 Example::
 
-    from lexical_hf.benchmarks import load_benchmark
+    from lexical_hf.data import load_benchmark
     colors = load_benchmark("colors")                       # embedded, needs no files
     scan = load_benchmark("scan", "addprim_jump", validation_fraction=0.01)
     cogs = load_benchmark("cogs", data_dir="path/to/mirror", splits=["train", "validation", "test"])
@@ -22,14 +22,12 @@ from collections.abc import Iterable, Mapping
 import datasets
 import pyarrow
 
-from .sibling_packages import import_sibling_package
-
-# name -> (module, builder class); the modules live in the top-level `dataset_scripts` package
+# name -> (module of this package, builder class)
 _BUILDERS = {
-    "colors": ("dataset_scripts.colors", "Colors"),
-    "scan": ("dataset_scripts.scan", "Scan"),
-    "cogs": ("dataset_scripts.cogs", "Cogs"),
-    "eng_cmn": ("dataset_scripts.eng_cmn", "EngCmn"),
+    "colors": (".colors", "Colors"),
+    "scan": (".scan", "Scan"),
+    "cogs": (".cogs", "Cogs"),
+    "eng_cmn": (".eng_cmn", "EngCmn"),
 }
 _ALIASES = {
     "color": "colors",
@@ -51,8 +49,7 @@ def canonical_benchmark_name(name: str) -> str:
 def builder_class(name: str) -> type[datasets.GeneratorBasedBuilder]:
     """The ``datasets.GeneratorBasedBuilder`` subclass of a benchmark (aliases accepted)."""
     module_name, class_name = _BUILDERS[canonical_benchmark_name(name)]
-    import_sibling_package("dataset_scripts")  # not another package of that name earlier on sys.path
-    return getattr(importlib.import_module(module_name), class_name)
+    return getattr(importlib.import_module(module_name, __package__), class_name)
 
 
 def list_benchmarks() -> dict[str, dict]:
@@ -119,8 +116,8 @@ def load_benchmark(
 
     Raises:
         ValueError: unknown benchmark, config or split, or a raw file that cannot be parsed.
-        dataset_scripts.ChecksumMismatchError: a raw file (mirror or download) does not have the pinned bytes.
-        dataset_scripts.MissingDataFileError: a raw file is neither in the mirror nor downloadable.
+        lexical_hf.data.ChecksumMismatchError: a raw file (mirror or download) does not have the pinned bytes.
+        lexical_hf.data.MissingDataFileError: a raw file is neither in the mirror nor downloadable.
         OSError: the cached dataset cannot be read (its files were deleted or truncated): ``force_rebuild=True``.
     """
     cls = builder_class(name)
@@ -144,72 +141,3 @@ def load_benchmark(
             f"the cached {name!r} dataset in {builder.cache_dir} cannot be read ({type(error).__name__}: {error}); "
             "load it again with force_rebuild=True to rebuild the cache from the raw files"
         ) from error
-
-
-def read_pairs_file(path: str | os.PathLike) -> tuple[list[str], list[str]]:
-    """Your own parallel data from a text file: one pair per line, ``source<TAB>target`` (further columns, such as
-    COGS's category, are ignored) or SCAN's ``IN: … OUT: …``; blank lines are skipped.
-
-    A UTF-8 byte-order mark (as some editors write) is dropped, not read as part of the first word.
-
-    Raises:
-        FileNotFoundError: no such file.
-        ValueError: a line that is neither form, or whose source or target is empty, or a file without pairs (the
-            message names the file and line).
-    """
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is a directory, not a file of pairs" if path.is_dir()
-                                else f"no such file: {path}")
-    sources, targets = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        if not line.strip():
-            continue
-        if line.startswith("IN: ") and " OUT: " in line:
-            source, target = line[len("IN: ") :].split(" OUT: ", 1)
-        else:
-            columns = line.split("\t")
-            if len(columns) < 2:
-                raise ValueError(f"{path}:{number}: expected 'source<TAB>target' or 'IN: … OUT: …'")
-            source, target = columns[0], columns[1]
-        for side, text in (("source", source), ("target", target)):
-            if not text.strip():
-                raise ValueError(f"{path}:{number}: empty {side} in {line!r}")
-        sources.append(source)
-        targets.append(target)
-    if not sources:
-        raise ValueError(f"{path}: no pairs in the file")
-    return sources, targets
-
-
-def load_pairs_file(path: str | os.PathLike) -> datasets.Dataset:
-    """A ``datasets.Dataset`` with string columns ``source`` and ``target`` from your own file: JSON lines (or a
-    JSON array) of objects with those keys (``.jsonl`` / ``.json``), otherwise a text file read by
-    :func:`read_pairs_file`.
-
-    Raises:
-        ValueError: a JSON file without ``source``/``target`` keys, with a missing (null) or empty value, or without
-            rows.
-    """
-    path = str(path)
-    if not path.endswith((".jsonl", ".json")):
-        sources, targets = read_pairs_file(path)
-        return datasets.Dataset.from_dict({"source": sources, "target": targets})
-    data = datasets.load_dataset("json", data_files=path, split="train")
-    missing = {"source", "target"} - set(data.column_names)
-    if missing:
-        raise ValueError(f"{path}: missing key(s) {sorted(missing)} (columns: {data.column_names}); need source and target")
-    data = data.select_columns(["source", "target"])
-    if len(data) == 0:
-        raise ValueError(f"{path}: no pairs in the file")
-    for column in ("source", "target"):
-        if None in data[column]:
-            raise ValueError(f"{path}: row {data[column].index(None) + 1} has no {column}")
-        if data.features[column] != datasets.Value("string"):  # e.g. numbers: the pair is text all the same
-            data = data.cast_column(column, datasets.Value("string"))
-        empty = [row for row, text in enumerate(data[column], start=1) if not text.strip()]
-        if empty:
-            raise ValueError(f"{path}: row {empty[0]} has an empty {column}")
-    return data

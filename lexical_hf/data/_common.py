@@ -261,7 +261,7 @@ class LexicalBenchmarkBuilder(datasets.GeneratorBasedBuilder):
         `cache_key_extras`."""
         digest = hashlib.sha256()
         for cls in type(self).__mro__:
-            if cls.__module__.startswith("dataset_scripts"):
+            if cls.__module__.startswith(__package__):
                 digest.update(inspect.getsource(inspect.getmodule(cls)).encode())
         digest.update(json.dumps(self.cache_key_extras(config_name), sort_keys=True).encode())
         for key, remote in sorted(self.raw_files.items()):

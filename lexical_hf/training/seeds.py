@@ -1,0 +1,211 @@
+"""One training per seed: build the model and its `Seq2SeqTrainer`, train (or resume), evaluate the test splits; run
+seeds side by side in subprocesses; and refuse to reuse a seed folder trained with other settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments, set_seed
+
+from .. import evaluation
+from ..decoding import generate_texts
+from ..results import settings_differences
+from .publish import write_json_atomic
+from .trainer import LexicalSeq2SeqTrainer, WallClockLimit, validation_exact_match
+
+logger = logging.getLogger("lexical_hf.training")
+
+# what a seed's result depends on in Seq2SeqTrainingArguments; evaluation steps belong here too: which checkpoint
+# validation selects, and the random numbers that evaluation draws between updates (DataLoader seeds), depend on them
+TRAINING_SETTINGS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
+                     "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
+                     "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy",
+                     "generation_num_beams", "eval_strategy", "eval_steps", "tf32")
+DATA_SETTINGS = ("benchmark", "benchmark_config", "benchmark_splits", "train_file", "validation_file", "test_file",
+                 "validation_fraction", "max_train_samples", "max_eval_samples", "source_bos")
+
+
+def test_splits(data) -> list[str]:
+    """Every split that is evaluated at the end: test-like splits (COGS gen included), else validation."""
+    names = [s for s in data if s not in ("train", "validation", "train_100")]
+    return names or [s for s in data if s == "validation"]
+
+
+def seed_settings(args, lexicon) -> dict:
+    """Everything a seed's result depends on besides the seed (data, lexicon, model, training recipe), as JSON values:
+    a finished or interrupted seed is reused by --resume_from_checkpoint only when these are unchanged."""
+    data_args, lexicon_args, model_args, experiment_args, training_args = args
+    settings = {
+        "data": {key: getattr(data_args, key) for key in DATA_SETTINGS},
+        # what L is made of, not the lexicon's provenance (a dataset fingerprint can differ between two loads of a file)
+        "lexicon": None if lexicon is None else lexicon.content_sha256(),
+        "lexicon_use": {key: getattr(lexicon_args, key) for key in ("learn_lexicon", "lexicon_temperature")},
+        "model": asdict(model_args),
+        "training": {key: getattr(training_args, key, None) for key in TRAINING_SETTINGS},
+        "selection": experiment_args.selection,
+        "group_by_target_length": experiment_args.group_by_target_length,
+        "max_train_minutes": experiment_args.max_train_minutes,
+    }
+    return json.loads(json.dumps(settings, default=str))
+
+
+def check_seed_settings(seed_dir: Path, settings: dict) -> None:
+    """Refuse to reuse a seed folder trained with other settings: it would pair old weights or metrics with the new
+    run's results.json, card and lexicon. An unfinished seed may go on to more updates (continued training); a folder
+    from before settings were recorded is reused with a warning, and one from before some were recorded is checked on
+    those it records."""
+    finished = (seed_dir / "metrics.json").exists()
+    if not (finished or any(seed_dir.glob("checkpoint-*"))):
+        return
+    recorded_file = seed_dir / "settings.json"
+    if not recorded_file.exists():
+        logger.warning(f"{seed_dir} records no settings (written before they were recorded): reused unchecked")
+        return
+    recorded = json.loads(recorded_file.read_text())
+    differing = settings_differences(
+        recorded, settings, ignore=() if finished else ("training.max_steps", "training.num_train_epochs"))
+    if differing:
+        raise ValueError(f"--resume_from_checkpoint: {seed_dir} was trained with other settings ({'; '.join(differing)}); "
+                         f"use another --output_dir, or remove {seed_dir} to train it again")
+
+
+def last_complete_checkpoint(seed_dir: Path) -> str | None:
+    """The newest `checkpoint-N` in `seed_dir` whose save finished, or None.
+
+    The Trainer writes `trainer_state.json` last, and not atomically: a save that a timeout or a kill interrupts leaves
+    a folder without a readable one. `get_last_checkpoint` would still pick that folder, and every later resume would
+    fail on it; here it is skipped (and left in place: the next save at that step writes it again)."""
+    numbered = [(int(path.name.split("-")[1]), path) for path in seed_dir.glob("checkpoint-*")
+                if path.is_dir() and re.fullmatch(r"checkpoint-\d+", path.name)] if seed_dir.is_dir() else []
+    for _, path in sorted(numbered, reverse=True):
+        try:
+            json.loads((path / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            logger.warning(f"{path}: no readable trainer_state.json (its save was interrupted); not resuming from it")
+            continue
+        return str(path)
+    return None
+
+
+def seed_training_arguments(training_args, seed: int, seed_dir: Path, has_validation: bool):
+    """The run's `Seq2SeqTrainingArguments` with this seed's changes. With selection on validation: evaluate and save
+    ten times a run unless the user set the interval, keep two checkpoints unless told otherwise, and load the best
+    at the end. `dataclasses.replace` keeps every value as it is (`to_dict()` is for logging: it masks tokens)."""
+    changes = dict(output_dir=str(seed_dir), seed=seed, push_to_hub=False, save_only_model=False)
+    if has_validation:
+        defaults = Seq2SeqTrainingArguments.__dataclass_fields__
+        user_set = {name for name in ("eval_steps", "save_steps", "save_total_limit")
+                    if getattr(training_args, name) != defaults[name].default}
+        interval = training_args.eval_steps if "eval_steps" in user_set else (
+            max(1, training_args.max_steps // 10) if training_args.max_steps > 0 else None)
+        changes.update(eval_strategy="steps" if interval else "epoch", save_strategy="steps" if interval else "epoch",
+                       load_best_model_at_end=True, metric_for_best_model="exact_match", greater_is_better=True)
+        if "save_total_limit" not in user_set:
+            changes.update(save_total_limit=2)
+        if interval:
+            changes.update(eval_steps=interval)
+            if "save_steps" not in user_set:
+                changes.update(save_steps=interval)  # load_best_model_at_end needs a checkpoint at each evaluation
+    else:
+        changes.update(eval_strategy="no", load_best_model_at_end=False)
+    return dataclasses.replace(training_args, **changes)
+
+
+def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Path, build_model):
+    """Train seed `seed` (resuming from its last complete checkpoint when asked) and evaluate every test split.
+    Returns the trainer and the seed's metrics ``{split: {...}, "train_seconds": {...}}``."""
+    data_args, lexicon_args, model_args, experiment_args, training_args = args
+    set_seed(seed)
+    model = build_model(model_args, lexicon_args, tokenizer, lexicon)
+    has_validation = "validation" in tokenized and experiment_args.selection == "validation"
+    seed_args = seed_training_arguments(training_args, seed, seed_dir, has_validation)
+
+    def compute_metrics(prediction):
+        # Under DDP the gathered arrays can end with a few repeated examples (even batches); the first
+        # len(eval set) rows are all distinct and predictions stay aligned with labels.
+        count = len(tokenized["validation"])
+        return {"exact_match": validation_exact_match(tokenizer, prediction.predictions[:count],
+                                                      prediction.label_ids[:count])}
+
+    trainer = LexicalSeq2SeqTrainer(
+        group_by_target_length=experiment_args.group_by_target_length,
+        model=model, args=seed_args, train_dataset=tokenized["train"],
+        eval_dataset=tokenized["validation"] if has_validation else None,
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+        compute_metrics=compute_metrics,
+    )
+    time_limit = None
+    if experiment_args.max_train_minutes is not None:
+        time_limit = WallClockLimit(60 * experiment_args.max_train_minutes)
+        trainer.add_callback(time_limit)
+    resume = last_complete_checkpoint(seed_dir) if training_args.resume_from_checkpoint else None
+    if resume:
+        logger.info(f"seed {seed}: resuming from {resume}")
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    train_seconds = time.perf_counter() - start
+
+    metrics = {}
+    for split in test_splits(tokenized):
+        predictions = generate_texts(trainer.model, tokenizer, raw[split]["source"],
+                                     batch_size=seed_args.per_device_eval_batch_size,
+                                     num_beams=seed_args.generation_num_beams or 1)
+        metrics[split] = evaluation.benchmark_metrics(raw, split, predictions)
+    # the updates done: fewer than max_steps when the wall-clock limit ended training (a reduced run)
+    metrics["train_seconds"] = {"value": train_seconds, "updates": trainer.state.global_step,
+                                "stopped_by_time_limit": bool(time_limit and time_limit.stopped)}
+    return trainer, metrics
+
+
+def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir: Path, build_model) -> dict:
+    """Train one seed; the main process writes its metrics.json (and, for the published seed, its final model)."""
+    experiment_args, training_args = args[3], args[4]
+    seed_dir = output_dir / "seeds" / f"seed-{seed}"
+    if training_args.process_index == 0:
+        seed_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(seed_dir / "settings.json", seed_settings(args, lexicon))
+    trainer, metrics = train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir, build_model)
+    if trainer.is_world_process_zero():
+        seed_dir.mkdir(parents=True, exist_ok=True)
+        if publish:
+            trainer.save_model(str(seed_dir / "final"))
+            tokenizer.save_pretrained(str(seed_dir / "final"))
+        if not experiment_args.keep_seed_checkpoints:
+            for checkpoint in seed_dir.glob("checkpoint-*"):
+                shutil.rmtree(checkpoint, ignore_errors=True)
+        write_json_atomic(seed_dir / "metrics.json", metrics)
+        summary_line = "  ".join(f"{split}: EM {m['exact_match']:.3f}" for split, m in metrics.items() if "exact_match" in m)
+        print(f"[seed {seed}] {summary_line}", flush=True)
+    return metrics
+
+
+def run_seeds_in_subprocesses(argv: list[str], seeds: list[int], published_seed: int, workers: int) -> None:
+    """Train `seeds` `workers` at a time, each in its own process with its share of the CPU threads.
+
+    On CPUs, small recurrent models scale badly across threads (each step is many small matmuls), so N seeds side
+    by side with cores/N threads each finish sooner than N seeds one after another. Each worker runs
+    ``python -m lexical_hf.training`` for one seed and writes seeds/seed-K/metrics.json; the parent then aggregates."""
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    queue, running = list(seeds), []
+    while queue or running:
+        while queue and len(running) < workers:
+            seed = queue.pop(0)
+            command = [sys.executable, "-m", "lexical_hf.training", *argv, "--seeds", str(seed), "--seed_worker", "true",
+                       "--publish_seed", str(published_seed), "--parallel_seeds", "1"]
+            running.append((seed, subprocess.Popen(command, env=env)))
+        seed, process = running.pop(0)
+        if process.wait() != 0:
+            for _, other in running:
+                other.kill()
+            raise RuntimeError(f"seed {seed} failed (exit status {process.returncode}); see its output above")

@@ -1,0 +1,109 @@
+"""`Seq2SeqTrainer` as the training pipeline uses it: a resumable length-grouped sampler, a wall-clock limit, and the
+validation metric that selects checkpoints."""
+
+from __future__ import annotations
+
+import time
+
+import datasets
+import numpy as np
+import torch
+from transformers import Seq2SeqTrainer, TrainerCallback
+from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
+
+from .. import evaluation
+
+
+class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
+    """transformers' `LengthGroupedSampler`, with each epoch's order drawn from its own generator seeded by (seed,
+    epoch) instead of torch's global one.
+
+    Why: the stock sampler draws from the global generator, and on a mid-epoch resume the Trainer builds that epoch's
+    iterator before it restores the checkpoint's RNG state (`_run_epoch`: `skip_first_batches`, `_load_rng_state`
+    after), so a resumed run trained on other batches than the uninterrupted one. Here the order depends only on the
+    seed and the epoch, which the Trainer passes through `set_epoch` before every epoch (accelerate's
+    `DataLoaderShard.set_epoch` reaches the sampler, also behind `skip_first_batches`); every process of a
+    distributed run draws the same order.
+    """
+
+    def __init__(self, batch_size: int, lengths: list[int], seed: int):
+        super().__init__(batch_size, lengths=lengths)
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        # SeedSequence mixes (seed, epoch): seed 0's second epoch is not seed 1's first
+        state = int(np.random.SeedSequence([self.seed, self.epoch]).generate_state(1, dtype=np.uint64)[0] >> 1)
+        generator = torch.Generator().manual_seed(state)
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
+
+
+class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` whose `train_sampling_strategy="group_by_length"` sampler is `EpochSeededLengthGroupedSampler`
+    (a resumed run trains on the same batches as an uninterrupted one), grouped by source length like the stock one
+    or, with `group_by_target_length=True`, by source + target length.
+
+    The stock sampler sorts by `input_ids` length alone (a `length` column would be dropped with the unused columns
+    before the sampler sees it). Grouping by the target too cuts the padded positions that the target embedding
+    projection and the head compute (the LSTM decoder's step loop already stops at each row's own target), at the
+    price of batches of one target length (docs/training.md says what that did to SCAN jump).
+    """
+
+    def __init__(self, *args, group_by_target_length: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.group_by_target_length = group_by_target_length
+
+    def _get_train_sampler(self, train_dataset=None):
+        train_dataset = self.train_dataset if train_dataset is None else train_dataset
+        if self.args.train_sampling_strategy != "group_by_length" or not isinstance(train_dataset, datasets.Dataset):
+            return super()._get_train_sampler(train_dataset)
+        sources = train_dataset["input_ids"]
+        if self.group_by_target_length:
+            lengths = [len(source) + len(target) for source, target in zip(sources, train_dataset["labels"])]
+        else:
+            lengths = [len(source) for source in sources]
+        return EpochSeededLengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps,
+                                               lengths, seed=self.args.seed)
+
+
+class WallClockLimit(TrainerCallback):
+    """Ends training once `seconds` of wall-clock time have passed since `on_train_begin`, after the update in flight.
+
+    The step that crosses the limit is also evaluated and saved (with selection on validation, the weights reached
+    become a candidate like every periodic checkpoint), so a run cut short by a machine's time limit still ends in a
+    normal evaluation instead of being killed with nothing to show. `stopped` says whether the limit ended training."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.start, self.stopped = seconds, None, False
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step < state.max_steps and time.perf_counter() - self.start >= self.seconds:
+            self.stopped = True
+            control.should_training_stop = True
+            if args.eval_strategy != "no":
+                control.should_evaluate = control.should_save = True
+        return control
+
+
+def decode(tokenizer, ids) -> list[str]:
+    """Target strings of generated or label ids (-100 read as padding)."""
+    ids = np.where(np.asarray(ids) < 0, tokenizer.pad_token_id, np.asarray(ids))
+    return tokenizer.batch_decode(ids, skip_special_tokens=True)
+
+
+def validation_exact_match(tokenizer, predicted_ids, label_ids) -> float:
+    """Exact match of generated ids against label ids (-100 = ignored), for checkpoint selection.
+
+    A target word outside the target vocabulary is <unk> in the labels, and decoding drops it, so the reference would
+    lose the word and a prediction without it would match. Such a row is never an exact match in the test evaluation
+    (which compares with the target strings); keeping an <unk> in the reference does the same here, since predictions
+    are decoded without special tokens and never contain one."""
+    label_ids = np.asarray(label_ids)
+    unknown = (label_ids == tokenizer.unk_token_id).any(axis=-1)
+    references = [f"{text} <unk>" if flag else text for flag, text in zip(unknown, decode(tokenizer, label_ids))]
+    return evaluation.exact_match(decode(tokenizer, predicted_ids), references)
