@@ -15,8 +15,11 @@ What is measured
 * FLOPs per update (batch 128 × 4 accumulation = 512, the paper's setting) counted analytically from the matmuls
   actually executed (the LSTM decoder's step loop skips positions past each row's target; backward = 2 × forward),
   the achieved FLOP/s, and a plain `torch.matmul` FLOP/s measured in the same run: the machine's practical limit.
-* Sizes: `SIZES` maps a name to config kwargs; `transformer_*` entries use `backbone="transformer"` (FLOPs are
-  counted for it too, see `transformer_forward_flops`). Pick some with `--sizes`.
+* Sizes: `SIZES` maps a name to config kwargs; `transformer_*` entries use `backbone="transformer"` and `syntatt_*`
+  entries `backbone="syntactic_attention"` (FLOPs are counted for both too, see `transformer_forward_flops` and
+  `syntatt_forward_flops`). Pick some with `--sizes`.
+* Syntactic Attention is also trained at batch size 1, one Adam step per example, on as many pairs as one batch
+  (`train_batch_1`): what its public code does. Its ratio to the batched tokens/s is measured in the same run.
 * The ratio against the reference the issue names: the paper's public code at 2×512 on a 2-core machine trains at
   about 1,100 tokens/s on SCAN jump and 950 tokens/s on COGS.
 """
@@ -42,6 +45,10 @@ SIZES = {
     # The Transformer CPU preset (benchmarks/train_transformer.py): 3+3 pre-norm layers, d_model 64, relative positions
     "transformer_small": dict(backbone="transformer", embedding_size=64, hidden_size=64, num_layers=3,
                               num_attention_heads=4, ffn_size=256, dropout=0.1, position_encoding="relative"),
+    # Syntactic Attention, the presets' sizes: paper v1 (2-layer syntactic LSTMs of 200 per direction, decoder 400,
+    # semantic embeddings 120) and cpu (1 layer of 100, decoder 200, embeddings 64)
+    "syntatt_paper": dict(backbone="syntactic_attention", embedding_size=120, hidden_size=200, num_layers=2, dropout=0.5),
+    "syntatt_cpu": dict(backbone="syntactic_attention", embedding_size=64, hidden_size=100, num_layers=1, dropout=0.5),
 }
 
 
@@ -80,6 +87,8 @@ def forward_flops(config, batch_size, source_len, target_len, decoder_row_steps)
     """Multiply-adds × 2 of every matmul the model runs on one padded batch; `decoder_row_steps` = Σ target lengths."""
     if config.backbone == "transformer":
         return transformer_forward_flops(config, batch_size, source_len, target_len)
+    if config.backbone == "syntactic_attention":
+        return syntatt_forward_flops(config, batch_size, source_len, target_len, decoder_row_steps)
     return lstm_forward_flops(config, batch_size, source_len, target_len, decoder_row_steps)
 
 
@@ -114,6 +123,28 @@ def transformer_forward_flops(config, batch_size, source_len, target_len):
     dedicated = B * (d * d * (T + S) + T * S * d) if config.attention_source == "dedicated_head" else 0
     head = B * T * (d * V + S * V + d)
     return 2 * (encoder + decoder + dedicated + head)
+
+
+def syntatt_forward_flops(config, batch_size, source_len, target_len, decoder_row_steps):
+    """Multiply-adds × 2 of every matmul the Syntactic Attention model runs on one padded batch. The encoder's LSTMs
+    run packed (counted on all B × S positions: an upper bound); the decoder's LSTM runs each row to its own target
+    (`decoder_row_steps`), its attention scores and context run on every row at every step, and d_i = α m and the
+    head on all B × T positions."""
+    E, H, L, V = config.embedding_size, config.hidden_size, config.num_layers, config.target_vocab_size
+    B, S, T = batch_size, source_len, target_len
+    lstm = lambda inputs, size: 4 * size * (inputs + size)  # noqa: E731  (one direction, one token)
+    if config.syntax_encoder == "code":  # two stacks of H/2 over the H/2 syntax embedding, then a biLSTM of H
+        syntax = 2 * (lstm(H // 2, H // 2) + (L - 1) * lstm(H // 2, H // 2)) + 2 * (lstm(H, H) + (L - 1) * lstm(2 * H, H))
+    else:  # two stacks of H over the embedding E, one per direction
+        syntax = 2 * (lstm(E, H) + (L - 1) * lstm(H, H))
+    semantics = 2 * (lstm(E, E // 2) + (L - 1) * lstm(E, E // 2)) if config.sequential_semantics else 0
+    encoder = B * S * (syntax + semantics) + B * (2 * H) ** 2
+    feature = E + (2 * H if config.syntax_action else 0)
+    attention = B * T * 2 * S * 2 * H  # scores s·h_j and context Σ α h_j, every row at every step
+    decoder = decoder_row_steps * 2 * (2 * H * 8 * H)  # W_ih c_i and W_hh s_{i-1}
+    semantic_output = B * T * S * (E + (2 * H if config.syntax_action else 0))
+    head = B * T * (feature * V + S * V + 2 * H)
+    return 2 * (encoder + attention + decoder + semantic_output + head)
 
 
 def matmul_flops_per_second(size=1024, repeats=20):
@@ -212,6 +243,16 @@ def main(argv=None):
                 entry["train_length_grouped" if grouped else "train_random_batches"] = result
                 print(f"{task} {size} threads={threads} train {'grouped' if grouped else 'random '}: {result['tokens_per_second']:.0f} tok/s "
                       f"(ratio to reference: {result['ratio_vs_reference']}), {result['achieved_flops_per_second'] / 1e9:.1f} GFLOP/s")
+            if SIZES[size].get("backbone") == "syntactic_attention":  # the public code's batch size, same run
+                single = make_batches(train, 1, 128 + 1, False)
+                result = bench_training(model, tokenizer, single, accumulation=1)
+                result["fraction_of_matmul_peak"] = result["achieved_flops_per_second"] / report["matmul_flops_per_second"][str(threads)]
+                result["batched_random_over_batch_1"] = entry["train_random_batches"]["tokens_per_second"] / result["tokens_per_second"]
+                result["batched_grouped_over_batch_1"] = entry["train_length_grouped"]["tokens_per_second"] / result["tokens_per_second"]
+                entry["train_batch_1"] = result
+                print(f"{task} {size} threads={threads} train batch 1: {result['tokens_per_second']:.0f} tok/s; batched "
+                      f"random / grouped are {result['batched_random_over_batch_1']:.1f}× / "
+                      f"{result['batched_grouped_over_batch_1']:.1f}× faster")
             for beams in (1, 5):
                 result = bench_generation(model, tokenizer, test[: args.generation_sentences], beams)
                 entry[f"generate_beam{beams}"] = result

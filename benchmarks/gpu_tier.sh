@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU tier of issue 7 (the paper's model on SCAN) on the lent GPU machine: several rows and seeds at once, each
+# The GPU tier (the paper's model on SCAN), eager step, on the lent GPU machine: several rows and seeds at once, each
 # seed's training ended by a wall-clock limit so that the whole command fits one device call.
 #
 # Here, once:   make gpu-wheels          # datasets and what it needs that the GPU image lacks, into .whl/
@@ -30,24 +30,7 @@ set -uo pipefail
 minutes=${1:?minutes of training per seed}; seeds=${2:?seeds, e.g. 0-3}; shift 2
 [ $# -gt 0 ] || { echo "give at least one TASK:ROW" >&2; exit 2; }
 out=${OUT:-outputs/gpu_tier_out}; mkdir -p "$out"
-install_wheels() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" || exit 3; }
-if compgen -G ".whl/*.whl" >/dev/null; then
-    install_wheels .whl/*.whl
-    export PYTHONPATH=/tmp/site
-    # datasets 5.2 needs pyarrow >= 24; the carried wheel only replaces an older one
-    if ! python3 -c "import sys, pyarrow; sys.exit(int(pyarrow.__version__.split('.')[0]) < 24)" && compgen -G ".whl/pyarrow/*.whl" >/dev/null; then
-        install_wheels .whl/pyarrow/*.whl
-    fi
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
-# fail in seconds, not after the training, when the stack cannot run
-python3 -c "import torch, transformers, datasets, pyarrow, lexical_hf; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__, 'datasets', datasets.__version__, 'pyarrow', pyarrow.__version__)" || exit 3
-gpu_args=()
-if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
-    gpu_args=(--tf32 true)
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-    nvidia-smi dmon -s u -d 30 > "$out/gpu_utilization.txt" 2>&1 &
-fi
+source benchmarks/gpu_env.sh
 count=$(python3 -c "import sys; sys.path.insert(0, '.'); from lexical_hf.results import parse_seeds; print(len(parse_seeds('$seeds')))") || exit 2
 pids=()
 for pair in "$@"; do
@@ -66,25 +49,6 @@ for pair in "$@"; do
     row_file=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import reproduce; print(reproduce.row_file('$task', '$row', 'paper'))")
     cp "$row_file" "$out/$task-$row.paper.json" 2>/dev/null || echo "$task $row: no row file"
 done
-# every seed's metrics and Trainer log history, as one file ($OUT brings back at most 8)
-python3 - "$out" "$@" <<'PY'
-import glob, json, os, sys
-out, pairs = sys.argv[1], sys.argv[2:]
-seeds = {}
-for pair in pairs:
-    task, row = pair.split(":")
-    for seed_dir in sorted(glob.glob(f"outputs/reproduce/lexical-{task}-{row}-paper/seeds/seed-*")):
-        entry = {}
-        if os.path.exists(f"{seed_dir}/metrics.json"):
-            entry["metrics"] = json.load(open(f"{seed_dir}/metrics.json"))
-        states = sorted(glob.glob(f"{seed_dir}/**/trainer_state.json", recursive=True), key=os.path.getmtime)
-        if states:
-            entry["log_history"] = json.load(open(states[-1]))["log_history"]
-        seeds[f"{task}:{row}:{os.path.basename(seed_dir)}"] = entry
-json.dump(seeds, open(f"{out}/gpu_tier_seeds.json", "w"), indent=1)
-for name, entry in seeds.items():
-    metrics = entry.get("metrics", {})
-    print(name, "test exact match", metrics.get("test", {}).get("exact_match"), "training", metrics.get("train_seconds"))
-PY
+python3 benchmarks/collect_seeds.py "$out/gpu_tier_seeds.json" "$@"
 echo "exit status $status"
 exit $status

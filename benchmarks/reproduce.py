@@ -61,23 +61,32 @@ ROWS = {  # name → (table label, run_lexical arguments)
     "simple-soft": ("+ Lex: Simple, soft (τ = 0.1)", ["--lexicon", "simple", "--lexicon_temperature", "0.1"]),
     "simple-soft-learned": ("+ Lex: Simple, soft and fine-tuned",
                             ["--lexicon", "simple", "--lexicon_temperature", "0.1", "--learn_lexicon", "true"]),
+    # Syntactic Attention (Russin et al. 2019) under the same head: alone (the paper's SyntAtt row) and with a lexicon
+    "syntatt": ("SyntAtt", ["--backbone", "syntactic_attention", "--lexicon", "none"]),
+    "syntatt-simple": ("SyntAtt + Lex: Simple", ["--backbone", "syntactic_attention", "--lexicon", "simple"]),
+    # GECA (Andreas 2020) composed anew for every seed, each example drawn from it with probability 0.3 (the GECA
+    # paper's protocol); the lexicon paper's GECA row (its Table 2) and GECA + lexicon, which neither paper reports
+    "geca": ("LSTM + GECA", ["--lexicon", "none", "--augment", "geca"]),
+    "geca-simple": ("+ Lex: Simple + GECA", ["--lexicon", "simple", "--augment", "geca"]),
 }
 # The paper's numbers (Akyürek & Andreas 2021, Tables 2, 4, 5), as stated in the project's issues: (mean, std).
+# SyntAtt: the paper's re-run of Russin et al.'s code (its Table 2; results/syntactic_attention.md has v1's own).
 PAPER = {
     "colors": {"lstm": (0.00, 0.00), "simple": (0.79, 0.02), "pmi": (0.41, 0.19), "ibm2": (0.79, 0.02),
-               "bayesian": (0.51, 0.21)},
+               "bayesian": (0.51, 0.21), "syntatt": (0.57, 0.26), "geca": (0.41, 0.11)},
     "scan-jump": {"lstm": (0.00, 0.00), "simple": (0.92, 0.17), "pmi": (0.95, 0.08), "ibm2": (0.79, 0.27),
-                  "bayesian": (0.82, 0.21)},
+                  "bayesian": (0.82, 0.21), "syntatt": (0.57, 0.38), "geca": (1.00, 0.00)},
     "scan-around-right": {"lstm": (0.09, 0.05), "simple": (0.95, 0.01), "pmi": (0.02, 0.04), "ibm2": (0.00, 0.00),
-                          "bayesian": (0.02, 0.04)},
+                          "bayesian": (0.02, 0.04), "syntatt": (0.28, 0.26), "geca": (0.98, 0.02)},
     "cogs": {"lstm": (0.51, 0.05), "copy": (0.66, 0.03), "simple": (0.82, 0.01), "pmi": (0.82, 0.00),
              "ibm2": (0.82, 0.00), "bayesian": (0.70, 0.04), "uniform": (0.56, 0.07), "simple-soft": (0.83, 0.00),
-             "simple-soft-learned": (0.83, 0.01)},
-    "eng-cmn": {"lstm": (24.18, None), "simple": (24.35, None), "pmi": (24.36, None), "ibm2": (25.49, None)},
+             "simple-soft-learned": (0.83, 0.01), "syntatt": (0.15, 0.14), "geca": (0.48, 0.05)},
+    "eng-cmn": {"lstm": (24.18, None), "simple": (24.35, None), "pmi": (24.36, None), "ibm2": (25.49, None),
+                "geca": (23.90, None)},
 }
 # Rows that run another recipe for one of the paper's rows, and that row.
 PAPER_ROW = {"ibm2-prior": "ibm2"}
-PAPER_ONE_SHOT = {"eng-cmn": {"lstm": 17.47, "simple": 18.46, "pmi": 18.46, "ibm2": 19.62}}
+PAPER_ONE_SHOT = {"eng-cmn": {"lstm": 17.47, "simple": 18.46, "pmi": 18.46, "ibm2": 19.62, "geca": 17.94}}
 PAPER_RECIPE = "2×512, dropout 0.4, batch 128 × 4, 8,000 updates"
 # The reduced rows keep the paper's equations where `paper` uses the paper code's decoder details and source side
 # (both measured on SCAN jump: scan_jump_code_options.md, scan_cpu_tier_analysis.md). Colors always runs the paper recipe.
@@ -157,7 +166,8 @@ def run_row(args) -> Path:
     (`<folder>.extend`) and are merged into the row only if they are new seeds of the same settings (`extend_row`);
     the row's folder then gets the new seeds' folders, its first seed's weights when that seed is a new one, and the
     merged results and card. A refused extension leaves the row file and the row's folder as they were."""
-    from lexical_hf.results import parse_seeds, replace_atomically
+    from lexical_hf.files import replace_atomically
+    from lexical_hf.results import parse_seeds
 
     task_args, _, default_seeds = TASKS[args.task]
     _, row_args = ROWS[args.row]
@@ -195,7 +205,8 @@ def merge_into_row_folder(extension_dir: Path, row_dir: Path, merged: dict) -> N
     the merged row's first seed is one of its seeds; write the merged results and their card."""
     from lexical_hf.lexicon import Lexicon
     from lexical_hf.model_card import build_model_card
-    from lexical_hf.results import replace_atomically, run_markdown
+    from lexical_hf.files import replace_atomically
+    from lexical_hf.results import run_markdown
 
     new_seeds = json.loads((extension_dir / "results.json").read_text())["seeds"]
     if merged["seeds"][0] in new_seeds or not (row_dir / "results.json").exists():
@@ -289,11 +300,11 @@ def recorded_threads(machine: str) -> int | None:
 def largest_difference(recorded: dict, measured: dict, tolerance: float) -> float:
     """Print every numeric metric of one seed, recorded against measured, and return the largest difference; a metric
     missing from `measured`, or NaN on either side, is an infinite difference (it never agrees)."""
-    from lexical_hf.results import flatten
+    from lexical_hf.results import SEED_RECORDS, flatten
 
     worst = 0.0
     for split, metrics in recorded.items():
-        if split == "train_seconds":
+        if split in SEED_RECORDS:
             continue
         now = flatten(measured.get(split, {}))
         for name, value in flatten(metrics).items():

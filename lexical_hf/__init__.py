@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
 
+from .augmentation import augment, mix_augmented
 from .data import list_benchmarks, load_benchmark
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .head import LexicalHeadOutput, LexicalTranslationHead
@@ -29,7 +30,9 @@ __all__ = [
     "LexicalTranslationHead",
     "__version__",
     "apply_lexicon",
+    "augment",
     "learn_lexicon",
     "list_benchmarks",
     "load_benchmark",
+    "mix_augmented",
 ]

@@ -14,6 +14,11 @@ a local file, and print its entries as a table::
     lexical-hf lexicon --dataset scan --config template_around_right --method all --markdown report.md
     lexical-hf lexicon --data-file my_pairs.tsv --method ibm2 --param iterations=10 --save out/
 
+``lexical-hf augment``: new training pairs composed with GECA, written as JSON lines::
+
+    lexical-hf augment --dataset scan --config addprim_jump --seed 0 --out augmented.jsonl
+    lexical-hf augment --data-file my_pairs.tsv --param wug_size=2 --out augmented.jsonl
+
 ``lexical-hf evaluate``: decode a published ``run_lexical.py`` folder (local, or downloaded from the Hub) on the
 benchmark split(s) its ``results.json`` names and compare every metric with the one recorded for its seed::
 
@@ -78,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("train", add_help=False,
                           help="train and evaluate a model over seeds with Seq2SeqTrainer (lexical-hf train --help)")
     _add_lexicon_command(subparsers)
+    _add_augment_command(subparsers)
     _add_evaluate_command(subparsers)
     return parser
 
@@ -105,7 +111,8 @@ def _add_lexicon_command(subparsers) -> None:
     source.add_argument(
         "--data-file",
         type=Path,
-        help="a local file of pairs: 'source<TAB>target' per line (extra columns ignored) or SCAN's 'IN: … OUT: …'",
+        help="a local UTF-8 file of pairs: 'source<TAB>target' per line (extra columns ignored), SCAN's "
+             "'IN: … OUT: …', or JSON lines with source and target (.jsonl)",
     )
     data.add_argument("--config", default=None, help="benchmark config, e.g. template_around_right, addprim_jump")
     data.add_argument("--split", default="train", help="split to learn from (default: train)")
@@ -140,7 +147,8 @@ def _add_lexicon_command(subparsers) -> None:
     output.add_argument("--plot", type=Path, default=None, help="save a heat map of the lexicon(s) (needs matplotlib)")
     output.add_argument("--save", type=Path, default=None, help="save_pretrained the lexicon into this folder")
     output.add_argument("--markdown", type=Path, default=None, help="write a markdown report of the comparison")
-    output.add_argument("--json", action="store_true", help="print the lexicon JSON instead of a table")
+    output.add_argument("--json", action="store_true",
+                        help="print the lexicon JSON instead of a table (several methods: one object keyed by method)")
     command.set_defaults(handler=_run_lexicon)
 
 
@@ -166,7 +174,6 @@ def _add_evaluate_command(subparsers) -> None:
 
 def _run_evaluate(args) -> int:
     import torch
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from . import evaluation
     from .data import canonical_benchmark_name, load_benchmark
@@ -200,41 +207,179 @@ def _run_evaluate(args) -> int:
     seed = seeds[0]  # run_lexical.py publishes the first seed's weights
     recorded = per_seed[str(seed)]
     splits = [split for split, metrics in recorded.items() if isinstance(metrics, dict) and "exact_match" in metrics]
+    for split in splits:  # checked before the model is loaded and the split decoded
+        _recorded_number(results_path, seed, split, "exact_match", recorded[split]["exact_match"])
+        count = recorded[split].get("num_examples", 0)
+        if not _is_whole(count) or count < 0:
+            raise ValueError(f"{results_path}: seed {seed}, split {split}, num_examples is {count!r}: it must be the "
+                             "whole number of examples the run scored")
+    num_beams = _recorded_num_beams(results_path, results)
     benchmark = canonical_benchmark_name(results["benchmark"])
-    # English–Chinese BLEU pools references over every split, so it needs them all; the others need only their own
-    data = load_benchmark(benchmark, results.get("benchmark_config"), data_dir=args.data_dir,
-                          splits=None if benchmark == "eng_cmn" else splits)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: this torch build sees no CUDA device; use --device cpu")
-    model = AutoModelForSeq2SeqLM.from_pretrained(folder).to(device).eval()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    num_beams = results.get("training", {}).get("generation_num_beams") or 1
+    model, tokenizer = _load_published(folder)
+    model = model.to(device).eval()
+    # English–Chinese BLEU pools references over every split, so it needs them all; the others need only their own
+    data = load_benchmark(benchmark, results.get("benchmark_config"), data_dir=args.data_dir,
+                          splits=None if benchmark == "eng_cmn" else splits)
     config = results.get("benchmark_config")
     print(f"{args.folder}: seed {seed}, {benchmark}{'/' + config if config else ''}, {num_beams} beam(s), {device}")
     print(f"{'split':<8} {'metric':<32} {'recorded':>12} {'measured':>12} {'difference':>11}")
-    worst, failures = 0.0, 0
+    worst, failures, compared = 0.0, 0, 0
     for split in splits:
-        recorded_count = recorded[split].get("num_examples", len(data[split]))
+        recorded_count = int(recorded[split].get("num_examples", len(data[split])))
         if recorded_count < len(data[split]):  # a run with --max_eval_samples scored the first N examples
             data[split] = data[split].select(range(recorded_count))
         predictions = generate_texts(model, tokenizer, list(data[split]["source"]), batch_size=args.batch_size,
                                      num_beams=num_beams)
         measured = flatten(evaluation.benchmark_metrics(data, split, predictions))
         for name, value in flatten(recorded[split]).items():
-            if name not in measured or isinstance(value, bool) or not isinstance(value, (int, float)):
-                continue
+            if name not in measured or not _is_number(measured[name]):
+                continue  # what is not a number (a BLEU signature, an empty group's None) is not compared
+            value = _recorded_number(results_path, seed, split, name, value)
             difference = abs(measured[name] - value)
             # a NaN metric is never a reproduction, whatever the tolerance (max() would drop the NaN, and
             # --tolerance inf would accept the inf it is counted as)
             differs = math.isnan(difference) or difference > args.tolerance
             difference = math.inf if math.isnan(difference) else difference
-            worst, failures = max(worst, difference), failures + differs
+            worst, failures, compared = max(worst, difference), failures + differs, compared + 1
             mark = "  <-- differs" if differs else ""
             print(f"{split:<8} {name:<32} {value:>12.6f} {measured[name]:>12.6f} {difference:>11.2e}{mark}")
+    if not compared:
+        raise ValueError(f"{results_path}: seed {seed} records no metric that evaluate measures (exact_match, "
+                         "token_accuracy, …): nothing to compare")
     verdict = "NOT reproduced" if failures else "reproduced"
     print(f"{verdict}: largest difference {worst:.2e} (tolerance {args.tolerance:g})")
     return 1 if failures else 0
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_whole(value) -> bool:
+    return _is_number(value) and math.isfinite(value) and value == int(value)
+
+
+def _recorded_number(results_path: Path, seed, split: str, name: str, value) -> float:
+    """A metric recorded in results.json, which must be a number: a string such as "0.93" would otherwise be skipped
+    and the folder reported as reproduced without that comparison."""
+    if not _is_number(value):
+        raise ValueError(f"{results_path}: seed {seed}, split {split}, metric {name} is {value!r} "
+                         f"({type(value).__name__}), not a number: write the number the run measured (e.g. 0.93, "
+                         "not \"0.93\")")
+    return value
+
+
+def _recorded_num_beams(results_path: Path, results: dict) -> int:
+    """The beam width the run decoded with (``training.generation_num_beams``; 1 when not recorded)."""
+    training = results.get("training") or {}
+    if not isinstance(training, dict):
+        raise ValueError(f"{results_path}: 'training' is a {type(training).__name__}, not the object of training "
+                         "settings the run wrote")
+    num_beams = training.get("generation_num_beams")
+    if num_beams is None:
+        return 1
+    if not _is_whole(num_beams) or num_beams < 1:
+        raise ValueError(f"{results_path}: training.generation_num_beams is {num_beams!r}: the beam width must be a "
+                         "whole number >= 1 (1: greedy)")
+    return int(num_beams)
+
+
+def _load_published(folder: Path):
+    """The folder's model and tokenizer. Its config.json must hold a valid `LexicalSeq2SeqConfig` and its
+    tokenizer_config.json name `LexicalTokenizer`: each error names the file and what is wrong."""
+    from huggingface_hub.errors import StrictDataclassError
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from .configuration_lexical import LexicalSeq2SeqConfig
+    from .tokenization_lexical import LexicalTokenizer
+
+    config_path = folder / "config.json"
+    try:
+        config = AutoConfig.from_pretrained(folder)
+    except (ValueError, TypeError, StrictDataclassError) as error:
+        reason = " ".join(str(error.__cause__ or error).split())
+        raise ValueError(f"{config_path}: not a valid model configuration ({reason}); restore the file the run "
+                         "wrote") from error
+    if not isinstance(config, LexicalSeq2SeqConfig):
+        raise ValueError(f"{config_path}: model_type {config.model_type!r} is not a lexical_hf model "
+                         f"({LexicalSeq2SeqConfig.model_type!r})")
+    tokenizer_config_path = folder / "tokenizer_config.json"
+    if tokenizer_config_path.is_file():
+        try:
+            tokenizer_class = json.loads(tokenizer_config_path.read_text(encoding="utf-8")).get("tokenizer_class")
+        except (ValueError, AttributeError) as error:
+            raise ValueError(f"{tokenizer_config_path}: not a JSON object ({error})") from error
+        if tokenizer_class not in (None, LexicalTokenizer.__name__):
+            raise ValueError(f"{tokenizer_config_path}: tokenizer_class is {tokenizer_class!r}, but a lexical_hf "
+                             f"model is read by {LexicalTokenizer.__name__} (source_tokenizer.json, "
+                             "target_tokenizer.json): restore the file the run wrote")
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(folder, config=config)
+    except (ValueError, TypeError) as error:  # e.g. a size in config.json that no layer can have
+        raise ValueError(f"{folder}: the model cannot be built from its config.json and weights ({error})") from error
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if not isinstance(tokenizer, LexicalTokenizer):
+        raise ValueError(f"{folder}: the tokenizer loads as {type(tokenizer).__name__}, not "
+                         f"{LexicalTokenizer.__name__}")
+    return model, tokenizer
+
+
+# ---------------------------------------------------------------------- augment
+def _add_augment_command(subparsers) -> None:
+    command = subparsers.add_parser(
+        "augment",
+        help="compose new training pairs (GECA) and write them as JSON lines",
+        description="Compose new training pairs from a benchmark split or your own file with GECA (Andreas 2020) and "
+                    "write them as JSON lines (source, target); print how many candidates each filter dropped.",
+    )
+    data = command.add_argument_group("data (one of --dataset / --data-file)")
+    source = data.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", help="benchmark name for load_benchmark: colors, scan, cogs, eng_cmn")
+    source.add_argument("--data-file", type=Path, help="a local file of pairs (TSV, IN: … OUT: …, or JSON lines)")
+    data.add_argument("--config", default=None, help="benchmark config, e.g. addprim_jump")
+    data.add_argument("--split", default="train", help="split to augment (default: train)")
+    data.add_argument("--data-dir", default=None, help="mirror of the raw files (default: $LEXICAL_HF_DATA_DIR)")
+    data.add_argument("--source-column", default="source")
+    data.add_argument("--target-column", default="target")
+    settings = command.add_argument_group("augmentation")
+    settings.add_argument("--method", default="geca", help="geca (the default)")
+    settings.add_argument("--preset", default=None, help="the reference's settings of a benchmark: scan, cogs, colors, "
+                          "eng_cmn (default: the --dataset's own; the reference's defaults for a --data-file)")
+    settings.add_argument("--seed", type=int, default=0, help="seed of the composition (one per training seed)")
+    settings.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                          help="a GECA setting, e.g. --param wug_size=1 --param n_sample=500; repeatable")
+    command.add_argument("--out", type=Path, required=True, help="JSON-lines file to write the new pairs to")
+    command.set_defaults(handler=_run_augment)
+
+
+def _run_augment(args) -> int:
+    import datasets
+
+    from .augmentation import augment, canonical_preset
+
+    datasets.disable_progress_bars()
+    data, provenance = _load_data(args)
+    if isinstance(data, tuple):  # a --data-file: lists of sources and targets
+        data = list(zip(*data))
+        columns = {}
+    else:
+        columns = {"source_column": args.source_column, "target_column": args.target_column}
+    preset = args.preset
+    if preset is None and args.dataset:
+        try:
+            preset = canonical_preset(provenance["dataset"])
+        except ValueError:
+            preset = None
+    new, stats = augment(data, args.method, seed=args.seed, preset=preset, return_stats=True,
+                         **columns, **parse_learner_params(args.param))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    new.to_json(str(args.out), lines=True, force_ascii=False)
+    print(stats.summary())
+    print(f"wrote {len(new)} new pairs to {args.out}")
+    return 0
 
 
 def _load_data(args):
@@ -265,7 +410,13 @@ def _load_data(args):
 def _run_lexicon(args) -> int:
     from .lexicon import available_methods, learn_lexicon
 
-    methods = available_methods() if args.method == "all" else [m.strip() for m in args.method.split(",") if m.strip()]
+    if args.method.strip() == "all":
+        methods = available_methods()
+    else:
+        methods = list(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
+    if not methods:
+        raise ValueError(f"--method {args.method!r} names no learner: pass one of {', '.join(available_methods())}, "
+                         "a comma-separated list of them, or 'all'")
     unknown = [m for m in methods if m not in available_methods()]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known methods: {', '.join(available_methods())}")
@@ -308,7 +459,11 @@ def _run_lexicon(args) -> int:
             lexicon.plot(path=args.plot)
             print(f"heat map written to {args.plot}", file=sys.stderr)
     else:
-        print(side_by_side_table(lexicons))
+        if args.json:
+            print(json.dumps({method: lexicon.to_dict() for method, lexicon in lexicons.items()}, ensure_ascii=False,
+                             indent=2, allow_nan=False))
+        else:
+            print(side_by_side_table(lexicons))
         if args.plot is not None:
             from .lexicon import plot_lexicons
 

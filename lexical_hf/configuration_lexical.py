@@ -28,7 +28,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         source_vocab_size (`int`, defaults to 32): |V_x|, the size of the source (input) vocabulary.
         target_vocab_size (`int`, defaults to 32): |V_y|, the size of the target (output) vocabulary.
         backbone (`str`, defaults to `"lstm"`): the encoder–decoder that produces decoder states h_i and attention
-            α_i: `"lstm"` (the paper's attentional LSTM) or `"transformer"` (an encoder–decoder Transformer). The head
+            α_i: `"lstm"` (the paper's attentional LSTM), `"transformer"` (an encoder–decoder Transformer),
+            `"syntactic_attention"` (Russin et al. 2019), or, without attention (`lexical_mode="none"` only),
+            `"stack_lstm"`, `"queue_lstm"`, `"deque_lstm"` and `"deep_lstm"` (Grefenstette et al. 2015). The head
             does not depend on it.
         embedding_size (`int`, defaults to 64): size of the source and target token embeddings. With the
             Transformer, embeddings of another size than `hidden_size` are projected to `hidden_size` by a linear layer
@@ -70,6 +72,12 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             over the batch size), which weighs a batch by its target length and scales gradients, and so what
             `max_grad_norm` clips, by the mean target length. Under `Trainer` both are taken over the whole
             effective batch (all accumulated micro-batches and processes), so gradient accumulation changes nothing.
+        static_shapes (`bool`, defaults to `False`): recurrent backbones run every row at every position, with the
+            state frozen on padding, instead of packing the source and dropping each row of a teacher-forced
+            target once it is over. Every step then has one shape per batch shape and no host synchronisation,
+            which `torch.compile` (``mode="reduce-overhead"``: CUDA graphs) needs; it is on while `torch.compile`
+            traces the model whatever this says. The results equal the default path's up to float rounding, but
+            the path draws other dropout masks and computes the padded positions, so on a CPU it is slower.
         lexicon_temperature (`float`, defaults to 0.0): the temperature τ the stored lexicon matrix was built with
             (0 = hard, one-hot rows). Metadata: L itself lives in the weights.
         train_lexicon (`bool`, defaults to `False`): make L a trainable parameter (the paper's "soft and fine-tuned"
@@ -101,6 +109,26 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             The LSTM always uses its one attention.
         attention_dropout (`float`, defaults to 0.0): Transformer only: dropout on attention weights inside the
             attention layers (α given to the head is taken before it, so its rows still sum to 1).
+        syntax_encoder (`str`, defaults to `"paper"`): Syntactic Attention only (`backbone="syntactic_attention"`, see
+            `lexical_hf/backbones/syntactic_attention.py`; there `hidden_size` is the syntactic biLSTM's size per
+            direction, so the annotations and the decoder state are 2 × `hidden_size`, `embedding_size` is the
+            semantic stream's, and `num_layers` counts the layers of each biLSTM; the decoder LSTM has one).
+            `"paper"`: the paper's (v1) syntactic stream, a biLSTM over the same embedding as the semantic stream,
+            whose annotation of word j is [forward state of j−1; backward state of j+1]. `"code"`: the authors'
+            public code, the version the lexicon paper ran: a separate syntax embedding and first biLSTM of
+            `hidden_size` / 2, learned start and end annotations at each source's first and last position, and a
+            second biLSTM whose states are the annotations.
+        syntax_action (`bool`, defaults to `False`): Syntactic Attention only: the output features are [d_i; c_i]
+            (semantics and syntax) instead of d_i alone, the paper's "syntactic action" ablation.
+        sequential_semantics (`bool`, defaults to `False`): Syntactic Attention only: the semantic stream m_j comes
+            from an extra biLSTM (`embedding_size` / 2 per direction) instead of the context-free embedding, the
+            paper's "sequential semantics" ablation.
+        memory_width (`int`, defaults to 64): Stack-, Queue- and DeQue-LSTM only (`backbone="stack_lstm"`,
+            `"queue_lstm"`, `"deque_lstm"`, Grefenstette et al. 2015; see `lexical_hf/backbones/memory_lstm.py`):
+            m, the width of a memory row (the paper's is 256). There `hidden_size` is the LSTM controller's size,
+            `num_layers` its layers (the paper's controller has 1) and `embedding_size` the size of the separate
+            source and target embeddings; `backbone="deep_lstm"`, the paper's baseline, is an LSTM of `num_layers`
+            layers over the joint sequence. None of these backbones attends to the source: `lexical_mode="none"`.
         max_decode_length (`int`, defaults to 128): default maximum generated length (written to the generation
             config).
         pad_token_id (`int`, defaults to 0), bos_token_id (`int`, defaults to 1), eos_token_id (`int`, defaults to
@@ -128,6 +156,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     lexical_mode: str = "lexical"
     gate: str = "sigmoid"
     loss_normalization: str = "tokens"
+    static_shapes: bool = False
     lexicon_temperature: float | int = 0.0
     train_lexicon: bool = False
     num_attention_heads: int = 4
@@ -138,6 +167,10 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     relative_attention_max_distance: int = 16
     attention_source: str = "cross_attention_mean"
     attention_dropout: float | int = 0.0
+    syntax_encoder: str = "paper"
+    syntax_action: bool = False
+    sequential_semantics: bool = False
+    memory_width: int = 64
     lexicon_info: dict | None = None
     vocabulary_sha256: str | None = None
     max_decode_length: int = 128
@@ -172,6 +205,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             raise ValueError(f"special token ids are fixed by LexicalTokenizer ({FIXED_SPECIAL_IDS}), got {wrong}")
         if self.max_decode_length < 1:
             raise ValueError(f"max_decode_length must be >= 1, got {self.max_decode_length}")
+        for name in ("embedding_size", "hidden_size", "num_layers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("source_vocab_size", "target_vocab_size"):
             if getattr(self, name) <= 4:
                 raise ValueError(f"{name} must exceed the 4 special tokens, got {getattr(self, name)}")

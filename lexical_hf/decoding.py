@@ -20,6 +20,10 @@ def generate_texts(model, tokenizer, sources: Sequence[str], batch_size: int = 6
     (k > 1) each source gets a list of its k outputs, best first."""
     if isinstance(sources, str):  # a string is a sequence too: each character would be decoded as a source
         raise TypeError("sources must be a list of strings, not one string: pass [source]")
+    for index, source in enumerate(sources):
+        if not isinstance(source, str):
+            raise TypeError(f"sources[{index}] is {type(source).__name__} {source!r:.60}, not a string: generate_texts "
+                            "takes a list of source strings (space-separated words)")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     per_source = generate_kwargs.get("num_return_sequences") or 1

@@ -254,4 +254,8 @@ def benchmark_metrics(data, split: str, predictions: Sequence[str]) -> dict:
             sources, predictions, references, list(split_data["one_shot"]), reference_pool=pool
         )
         metrics["sacrebleu"] = bleu_sacrebleu(predictions, references)
+    if split_data.info.builder_name == "transduction":  # Grefenstette et al. (2015): coarse and fine accuracy
+        from .transduction_metrics import transduction_metrics
+
+        metrics.update(transduction_metrics(predictions, references))
     return metrics

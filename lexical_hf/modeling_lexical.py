@@ -20,8 +20,10 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput, logging
 
 from ._compat import CACHE_NAME, pinned_revision, with_cache_field
-from .backbones import BACKBONES, DecoderCache, LexicalEncoderOutput
+from .backbones import BACKBONES, DecoderCache, LexicalEncoderOutput, check_source
+from .backbones.recurrence import LSTMWeights
 from .configuration_lexical import LexicalSeq2SeqConfig
+from .files import sha256_of_file
 from .head import LexicalTranslationHead
 from .lexicon.lexicon import LEXICON_FILE, Lexicon
 
@@ -87,7 +89,7 @@ class LexicalSeq2SeqPreTrainedModel(PreTrainedModel):
         model built on the meta device and then `to_empty()` + `init_weights()` is the model `__init__` builds.
         Weights that `from_pretrained` loaded are flagged by transformers and left alone (its guard covers
         `torch.nn.init`, which `reset_parameters` calls, and `initialization.copy_`)."""
-        if isinstance(module, (nn.Linear, nn.Embedding, nn.LSTM, nn.LayerNorm)):
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.LSTM, nn.LayerNorm, LSTMWeights)):
             module.reset_parameters()
         elif isinstance(module, LexicalTranslationHead) and module.uses_lexicon:
             placeholder = module.uniform_lexicon()
@@ -222,15 +224,22 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
                 raise TypeError(f"`cache` must be the decoder's own state (a {self.model.__class__.__name__} "
                                 f"DecoderCache), not a {type(cache).__name__} that already holds tokens")
             cache = None
+        # Inside a compiled step (torch.compile) the checks below would break the graph with data-dependent
+        # branches and host reads: the training pipeline's data collator runs them on the host (`check_inputs`).
+        checking = not torch.compiler.is_compiling()
         use_cache = use_cache if use_cache is not None else self.config.use_cache
+        use_cache = use_cache and (checking or labels is None)  # a compiled training step returns no decoder state
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
         output_hidden_states = output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         if labels is not None:
-            self._check_labels(labels)
+            if checking:
+                self._check_labels(labels)
             if decoder_input_ids is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         if decoder_input_ids is None:
             raise ValueError("forward needs `decoder_input_ids` or `labels`")
+        if checking:
+            self._check_decoder_input_ids(decoder_input_ids)
 
         if encoder_outputs is not None and not isinstance(encoder_outputs, LexicalEncoderOutput):
             raise TypeError(
@@ -245,7 +254,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         if attention_mask is None:
             attention_mask = encoder_outputs.source_ids.ne(self.config.pad_token_id)
 
-        if labels is None and torch.is_grad_enabled() and (num_items_in_batch is not None or self.training):
+        if checking and labels is None and torch.is_grad_enabled() and (num_items_in_batch is not None or self.training):
             # a training forward without labels (generate() runs without gradients, in either mode): the loss is
             # computed outside, from `logits` (Trainer's label_smoothing_factor or compute_loss_func; Trainer passes
             # a label count only when accepts_loss_kwargs, i.e. with loss_normalization="tokens")
@@ -261,7 +270,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         features, gate_features, attention, cache = self.model.decoder(
             decoder_input_ids, encoder_outputs, attention_mask, cache, target_lengths=target_lengths
         )
-        self._warn_if_lexicon_unset()
+        if checking:
+            self._warn_if_lexicon_unset()
         head = self.lexical_head(features, gate_features, attention, encoder_outputs.source_ids)
 
         log_probs = head.log_probs
@@ -273,10 +283,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             if num_items_in_batch is None:
                 per_sequence = self.config.loss_normalization == "sequences"
                 num_items_in_batch = labels.shape[0] if per_sequence else labels.ne(-100).sum()
-                if not labels.ne(-100).any():
+                if checking and not labels.ne(-100).any():
                     raise ValueError("every label is -100 (ignored): the batch has no target token to score")
             loss = summed / num_items_in_batch
-            if not torch.isfinite(loss):
+            if checking and not torch.isfinite(loss):
                 raise FloatingPointError(
                     f"non-finite loss ({loss.item()}): check the learning rate, the inputs, and that no label is a "
                     "token the head can never produce"
@@ -300,15 +310,35 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         `combine_decoder_input` the fed-back vector is unsquashed). NaN scores would poison every hypothesis of beam
         search; instead a NaN row becomes "end of sequence with probability 1", so that hypothesis just ends."""
         diverged = torch.isnan(log_probs).any(-1)
-        if not diverged.any():
-            return log_probs
-        logger.warning_once(
-            "decoder state overflowed in a long decode (NaN scores); those hypotheses are ended with </s>. "
-            "Cap the length with max_new_tokens if this happens within the lengths you need."
-        )
+        if not torch.compiler.is_compiling():
+            if not diverged.any():
+                return log_probs
+            logger.warning_once(
+                "decoder state overflowed in a long decode (NaN scores); those hypotheses are ended with </s>. "
+                "Cap the length with max_new_tokens if this happens within the lengths you need."
+            )
         ended = torch.full_like(log_probs, float("-inf"))
         ended[..., self.config.eos_token_id] = 0.0
         return torch.where(diverged.unsqueeze(-1), ended, log_probs)
+
+    def check_inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                     labels: torch.Tensor | None = None, decoder_input_ids: torch.Tensor | None = None) -> None:
+        """Every check `forward` runs on its inputs, on their own: what a data collator calls on the host for a model
+        whose `forward` runs compiled (where the checks are skipped). Raises `ValueError` like `forward`."""
+        check_source(input_ids, attention_mask, self.config.pad_token_id, self.config.source_vocab_size)
+        if labels is not None:
+            self._check_labels(labels)
+            if not labels.ne(-100).any():
+                raise ValueError("every label is -100 (ignored): the batch has no target token to score")
+        if decoder_input_ids is not None:
+            self._check_decoder_input_ids(decoder_input_ids)
+
+    def _check_decoder_input_ids(self, decoder_input_ids: torch.Tensor) -> None:
+        if decoder_input_ids.numel() and (decoder_input_ids.min() < 0
+                                          or decoder_input_ids.max() >= self.config.target_vocab_size):
+            raise ValueError(f"decoder_input_ids must be in [0, {self.config.target_vocab_size}) (target_vocab_size), got "
+                             f"min {decoder_input_ids.min().item()} max {decoder_input_ids.max().item()}: target ids "
+                             "come from the tokenizer's target side (text_target=...)")
 
     def _check_labels(self, labels: torch.Tensor) -> None:
         real = labels[labels != -100]
@@ -355,6 +385,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
         The model's cap is ``generation_config.max_new_tokens`` (``config.max_decode_length``); a call's own
         ``max_new_tokens`` or ``max_length`` replaces it.
+
+        `input_ids` are only checked to lie in the source vocabulary: ids from a tokenizer with the same sizes but
+        other words decode garbage without an error. Encode with the tokenizer saved beside the model, or call
+        `lexical_hf.decoding.generate_texts`, which checks the tokenizer's fingerprint first.
         """
         generation_config = kwargs.get("generation_config") or self.generation_config
         assisted = [name for name in ("assistant_model", "prompt_lookup_num_tokens", "assistant_early_exit", "use_mtp")
@@ -391,6 +425,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         without abstaining rows (or a tensor) replaces it. For a tensor, ``config.lexicon_info`` is
         ``{"source": "matrix"}``, ``config.lexicon_temperature`` is 0 (unknown) and ``model.lexicon`` is None.
         """
+        if not (isinstance(lexicon, torch.Tensor) or hasattr(lexicon, "to_matrix")):
+            raise TypeError(f"set_lexicon takes a lexical_hf.Lexicon (with the tokenizer) or a (|V_x|, |V_y|) tensor, "
+                            f"got a {type(lexicon).__name__}; a dict of entries becomes a Lexicon with "
+                            "lexical_hf.Lexicon(entries)")
         if isinstance(lexicon, torch.Tensor):
             self.lexical_head.set_lexicon(lexicon)
             self._suppress_unk(False)
@@ -467,7 +505,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             )
 
     def save_pretrained(self, save_directory, *args, push_to_hub: bool = False, **kwargs):
-        """Save weights, config and generation config, plus `lexicon.json` when the model carries a `Lexicon`.
+        """Save weights, config and generation config, plus `lexicon.json` when the model carries a `Lexicon`, and
+        `weights_sha256.json`, the sha256 of each weight file, which `from_pretrained` checks.
 
         Files are written to a staging folder inside `save_directory` and moved into place one by one with
         `os.replace`, so an interrupted save never leaves a truncated file over a good one. With
@@ -479,6 +518,10 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         os.makedirs(save_directory, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=save_directory, prefix=".staging-") as staging:
             super().save_pretrained(staging, *args, **kwargs)
+            digests = {name: sha256_of_file(os.path.join(staging, name)) for name in sorted(os.listdir(staging))
+                       if _WEIGHT_FILE.fullmatch(name)}
+            with open(os.path.join(staging, WEIGHTS_DIGEST_FILE), "w", encoding="utf-8") as file:
+                json.dump(digests, file, indent=1)
             if self.lexicon is not None:
                 self.lexicon.save_pretrained(staging)
             written = sorted(os.listdir(staging))
@@ -498,8 +541,9 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
         """Load strictly: a checkpoint with missing, unexpected or mis-shaped weights is an error, never a silently
-        re-initialised model (transformers' default only warns). `lexicon.json` is attached when present, from the
-        same folder or the same Hub revision as the weights."""
+        re-initialised model (transformers' default only warns), and so is a weight file whose bytes differ from the
+        sha256 recorded at save (`weights_sha256.json`; folders saved without one are not checked). `lexicon.json`
+        is attached when present, from the same folder or the same Hub revision as the weights."""
         wants_info = kwargs.pop("output_loading_info", False)
         hub_kwargs = {k: kwargs[k] for k in ("cache_dir", "token", "local_files_only", "force_download", "proxies", "subfolder") if k in kwargs}
         revision = kwargs.pop("revision", None)
@@ -511,6 +555,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             )
         if revision is not None:
             kwargs["revision"] = revision
+        if os.path.isdir(str(pretrained_model_name_or_path)):  # a damaged local file is refused before it is parsed
+            _check_weight_digests(pretrained_model_name_or_path, revision, hub_kwargs)
         try:
             model, info = super().from_pretrained(
                 pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs
@@ -522,6 +568,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         problems = {key: value for key, value in problems.items() if value}
         if problems:
             raise ValueError(f"checkpoint {pretrained_model_name_or_path!r} does not match the model: {problems}")
+        if not os.path.isdir(str(pretrained_model_name_or_path)):  # the files transformers just downloaded
+            _check_weight_digests(pretrained_model_name_or_path, revision, hub_kwargs)
         model._reconcile_generation_config(pretrained_model_name_or_path, revision, hub_kwargs,
                                            cap_changed="max_decode_length" in kwargs)
         lexicon_path = _lexicon_file(pretrained_model_name_or_path, revision, hub_kwargs)
@@ -531,6 +579,20 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
 
 _WEIGHT_FILE = re.compile(r"model(-\d+-of-\d+)?\.safetensors(\.index\.json)?")
+WEIGHTS_DIGEST_FILE = "weights_sha256.json"
+
+
+def _check_weight_digests(pretrained_model_name_or_path, revision, hub_kwargs) -> None:
+    """Raise `OSError` when a weight file differs from the sha256 recorded beside it at save: flipped or truncated
+    bytes under an intact header would otherwise load as a silently different model."""
+    recorded = _read_json(_file_beside_weights(pretrained_model_name_or_path, WEIGHTS_DIGEST_FILE, revision, hub_kwargs))
+    for name, expected in (recorded or {}).items():
+        path = _file_beside_weights(pretrained_model_name_or_path, name, revision, hub_kwargs)
+        if path is None:
+            raise OSError(f"{pretrained_model_name_or_path}: {name}, listed in {WEIGHTS_DIGEST_FILE}, is missing")
+        if sha256_of_file(path) != expected:
+            raise OSError(f"{path} differs from the sha256 recorded when it was saved ({WEIGHTS_DIGEST_FILE}): the file "
+                          "is damaged or truncated; save or download the model again")
 
 
 def _lexicon_describing(config: LexicalSeq2SeqConfig, lexicon_path: str):

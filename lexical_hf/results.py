@@ -1,10 +1,7 @@
 """Multi-seed results: seed lists, mean ± std per split and metric, their Markdown table, and the comparison of two
 runs' settings (used by the run script, `benchmarks/reproduce.py` and the model cards)."""
 
-import os
-import shutil
 import statistics
-from pathlib import Path
 
 TABLE_METRICS = ("exact_match", "token_accuracy", "bleu_paper/score", "bleu_paper_one_shot/score", "sacrebleu/score")
 
@@ -35,15 +32,24 @@ def summarize(per_seed: dict) -> dict:
     return summary
 
 
+# what a seed's metrics.json holds besides its evaluated splits
+SEED_RECORDS = ("train_seconds", "augmentation")
+
+
 def summarize_row(per_seed: dict) -> dict:
     """A row's aggregates from `{seed: {split: metrics, "train_seconds": {"value": s, "updates": n}}}`: `summary`
-    (see `summarize`, training left out), `train_seconds` (mean and total over seeds) and, where the seeds record
-    them, `train_updates` (min and max over seeds: below the recipe's max_steps when a time limit ended training)."""
+    (see `summarize`; training records left out), `train_seconds` (mean and total over seeds) and, where the seeds
+    record them, `train_updates` (min and max over seeds: below the recipe's max_steps when a time limit ended
+    training) and `augmented_pairs` (the new pairs each seed's augmentation made: mean and std)."""
     seconds = [m["train_seconds"]["value"] for m in per_seed.values()]
+    splits = {s: {k: v for k, v in m.items() if k not in SEED_RECORDS} for s, m in per_seed.items()}
     row = {
-        "summary": summarize({s: {k: v for k, v in m.items() if k != "train_seconds"} for s, m in per_seed.items()}),
+        "summary": summarize(splits),
         "train_seconds": {"mean": statistics.fmean(seconds), "total": sum(seconds)},
     }
+    augmented = [m["augmentation"]["new_pairs"] for m in per_seed.values() if "augmentation" in m]
+    if augmented:
+        row["augmented_pairs"] = {"mean": statistics.fmean(augmented), "std": statistics.pstdev(augmented)}
     updates = [m["train_seconds"]["updates"] for m in per_seed.values() if "updates" in m["train_seconds"]]
     if updates:
         row["train_updates"] = {"min": min(updates), "max": max(updates)}
@@ -69,18 +75,27 @@ def run_markdown(results: dict) -> str:
     return header + results_markdown(results)
 
 
+MAX_SEED = 2**32 - 1  # numpy.random.seed, which transformers.set_seed calls, takes no larger seed
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and single seeds mix. Raises `ValueError` for a
-    backwards range, a repeated seed or none at all."""
+    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and single seeds mix. Raises `ValueError`, naming
+    ``--seeds``, for anything but whole numbers >= 0 and ranges of them, a backwards range, a repeated seed or none
+    at all."""
     seeds = []
     for part in text.split(","):
-        if "-" in part:
-            low, high = map(int, part.split("-"))
-            if high < low:
-                raise ValueError(f"--seeds {text!r}: the range {part.strip()!r} runs backwards; write {high}-{low}")
-            seeds.extend(range(low, high + 1))
-        elif part.strip():
-            seeds.append(int(part))
+        if not part.strip():
+            continue
+        bounds = [bound.strip() for bound in part.split("-", 1)]
+        if not all(bound.isascii() and bound.isdigit() for bound in bounds):
+            raise ValueError(f"--seeds {text!r}: {part.strip()!r} is not a seed or a range of seeds: seeds are whole "
+                             "numbers >= 0, e.g. --seeds 0-9 or --seeds 0,3,7")
+        low, high = int(bounds[0]), int(bounds[-1])
+        if high > MAX_SEED:
+            raise ValueError(f"--seeds {text!r}: {high} is above {MAX_SEED}, the largest seed numpy accepts")
+        if high < low:
+            raise ValueError(f"--seeds {text!r}: the range {part.strip()!r} runs backwards; write {high}-{low}")
+        seeds.extend(range(low, high + 1))
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds {text!r} must name distinct seeds, e.g. 0-9 or 0,3,7")
     return seeds
@@ -101,15 +116,3 @@ def settings_differences(recorded: dict, current: dict, ignore: tuple[str, ...] 
         elif old != new and key not in ignore:
             differing.append(f"{key}: other entries or settings" if key == "lexicon" else f"{key}: {old!r} → {new!r}")
     return differing
-
-
-def replace_atomically(path, text: str | None = None, copy_from=None) -> None:
-    """Write `text` to `path`, or copy the file `copy_from` there, through a hidden file beside it and `os.replace`:
-    a reader (another run, a push, a summary running meanwhile) sees the old file or the new one, never half of it."""
-    path = Path(path)
-    staged = path.with_name(f".{path.name}.partial")
-    if copy_from is not None:
-        shutil.copy2(copy_from, staged)
-    else:
-        staged.write_text(text, encoding="utf-8")
-    os.replace(staged, path)

@@ -13,6 +13,8 @@ the model generated; ``decode_source`` reads source ids.
 Each vocabulary is a ``tokenizers.Tokenizer`` (WordLevel model, whitespace pre-tokenizer, ``$A </s>`` template) so
 that batches are encoded in Rust; they are saved as ``source_tokenizer.json`` and ``target_tokenizer.json``.
 Words outside a vocabulary become ``<unk>``; they are counted in ``unknown_token_counts`` and logged, never fatal.
+What is encoded must be strings (or lists of word strings), and a text may not contain a special token: a literal
+``</s>`` in a target would teach the model to stop there, so it is an error naming the text, not a silent label.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ logger = logging.get_logger(__name__)
 
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+# what each special token is for, and an ordinary word a text can use instead
+SPECIAL_TOKEN_ROLES = {
+    "<pad>": ("the padding the tokenizer adds and the model masks out", "PAD"),
+    "<s>": ("the decoder's start token, which the model never generates", "BOS"),
+    "</s>": ("the end of sequence the tokenizer adds after every text: one inside a text ends it there", "EOS"),
+    "<unk>": ("what words outside the vocabulary become", "UNK"),
+}
 
 VOCAB_FILES_NAMES = {
     "source_tokenizer_file": "source_tokenizer.json",
@@ -283,8 +292,7 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
         if unsupported:
             raise NotImplementedError(f"LexicalTokenizer does not return {', '.join(unsupported)}")
         batched = not isinstance(text, str) and not (is_split_into_words and text and isinstance(text[0], str))
-        texts = list(text) if batched else [text]
-        texts = [" ".join(t) if not isinstance(t, str) else t for t in texts]
+        texts = self._checked_texts(text if batched else [text])
 
         encodings = self._active.encode_batch(texts, add_special_tokens=add_special_tokens)
         input_ids = [encoding.ids for encoding in encodings]
@@ -317,6 +325,40 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
             encoded = BatchEncoding({key: value[0] for key, value in encoded.items()})
         return BatchEncoding(dict(encoded), tensor_type=return_tensors, prepend_batch_axis=not batched)
 
+    def _checked_texts(self, texts) -> list[str]:
+        """`texts` (strings, or token lists joined with spaces) as strings to encode; anything else, or a special
+        token written in a text, is an error naming the text."""
+        side = self._side_name()
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+            raise TypeError(f"the {side} text must be a string or a list of strings, got {type(texts).__name__}")
+        checked = []
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                if not isinstance(text, (list, tuple)) or not all(isinstance(word, str) for word in text):
+                    raise TypeError(f"{side} text {index} is {type(text).__name__} {text!r:.60}, not a string: pass "
+                                    f"strings of space-separated words (or lists of word strings)")
+                text = " ".join(text)
+            checked.append(text)
+        self._refuse_special_tokens(checked, side)
+        return checked
+
+    @staticmethod
+    def _refuse_special_tokens(texts: list[str], side: str) -> None:
+        """A special token written in a text would be encoded as that token (even inside a word: ``a</s>b``):
+        ``</s>`` in a target teaches the model to stop there, ``<s>`` and ``<pad>`` make labels it can never
+        produce. One substring search over the whole batch; the texts are looked at only when it finds one."""
+        joined = "\n".join(texts)
+        found = [token for token in SPECIAL_TOKENS if token in joined]
+        if not found:
+            return
+        token = found[0]
+        index = next(index for index, text in enumerate(texts) if token in text)
+        role, word = SPECIAL_TOKEN_ROLES[token]
+        raise ValueError(
+            f"{side} text {index} contains the special token {token}: {texts[index]!r:.200}. {token} is {role}, so a "
+            f"text may not contain it: remove it from your data, or write it as an ordinary word (e.g. {word})"
+        )
+
     def _truncate(self, ids: list[int], max_length: int, prefix: int, suffix: int) -> list[int]:
         """Drop words (from the end, or from the start with ``truncation_side="left"``) until `ids` fits in
         `max_length`; the `prefix` and `suffix` special tokens stay, so a truncated target still ends in ``</s>`` and
@@ -338,7 +380,7 @@ class LexicalTokenizer(PreTrainedTokenizerBase):
             if UNK_ID not in encoding.ids:
                 continue
             for token_id, (start, end) in zip(encoding.ids, encoding.offsets):
-                if token_id == UNK_ID and text[start:end] != "<unk>":
+                if token_id == UNK_ID:
                     unknown[text[start:end]] += 1
         if unknown:
             self.unknown_token_counts[side].update(unknown)

@@ -257,6 +257,9 @@ def test_loading_a_partial_or_corrupt_checkpoint_is_an_error(toy_tokenizer, tmp_
     weights = load_file(tmp_path / "model.safetensors")
     weights.pop("lexical_head.lexicon")
     save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(OSError, match="differs from the sha256 recorded when it was saved"):
+        LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
+    (tmp_path / "weights_sha256.json").unlink()  # a folder written without digests: strict loading still catches it
     with pytest.raises(ValueError, match="lexical_head.lexicon"):
         LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"\x10\x00\x00\x00garbage")
@@ -268,7 +271,8 @@ def test_save_replaces_files_without_leaving_staging_folders(toy_tokenizer, tmp_
     model = lexical_model(toy_tokenizer)
     model.save_pretrained(tmp_path)
     model.save_pretrained(tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "generation_config.json", "model.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "generation_config.json", "model.safetensors",
+                                                          "weights_sha256.json"]
 
 
 def test_clear_errors_for_bad_inputs(toy_tokenizer, toy_data):
@@ -355,7 +359,8 @@ def test_non_finite_loss_is_an_error(toy_tokenizer, toy_data):
 
 
 def test_lstm_step_matches_torch_lstm(toy_tokenizer, toy_data):
-    """The decoder's hand-written recurrence (forward) is exactly nn.LSTM's arithmetic on the same weights."""
+    """The decoder's hand-written recurrence (forward) is exactly nn.LSTM's arithmetic on the same weights (its
+    LSTMWeights hold them under nn.LSTM's names, so an nn.LSTM loads them as they are)."""
     model = lexical_model(toy_tokenizer, num_layers=2)
     decoder = model.model.decoder
     batch = encode_batch(toy_tokenizer, toy_data[:3])
@@ -366,7 +371,10 @@ def test_lstm_step_matches_torch_lstm(toy_tokenizer, toy_data):
     with torch.no_grad():
         *_, new_cache = decoder(tokens, encoder_outputs, batch["attention_mask"], cache)
         step_input = torch.cat([decoder.embed_tokens(tokens[:, 0]), cache.feed], -1).unsqueeze(1)
-        _, (expected_h, expected_c) = decoder.lstm(step_input, (cache.hidden, cache.cell))
+        reference = torch.nn.LSTM(decoder.lstm.input_size, decoder.lstm.hidden_size, decoder.lstm.num_layers,
+                                  batch_first=True)
+        reference.load_state_dict(decoder.lstm.state_dict())
+        _, (expected_h, expected_c) = reference(step_input, (cache.hidden, cache.cell))
     torch.testing.assert_close(new_cache.hidden, expected_h, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(new_cache.cell, expected_c, atol=1e-6, rtol=1e-5)
 

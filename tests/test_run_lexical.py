@@ -637,7 +637,7 @@ def test_a_run_without_a_lexicon_leaves_no_earlier_lexicon_in_the_folder(tmp_pat
     and Lexicon.from_pretrained read as this model's."""
     run([sys.executable], tmp_path, ["--seeds", "0", "--max_steps", "3"])
     assert (tmp_path / "lexicon.json").is_file()
-    run([sys.executable], tmp_path, ["--seeds", "0", "--max_steps", "3", "--lexicon", "none"])
+    run([sys.executable], tmp_path, ["--seeds", "0", "--max_steps", "3", "--lexicon", "none", "--overwrite_output_dir", "true"])
     assert json.loads((tmp_path / "results.json").read_text())["lexicon"] == "none"
     assert not (tmp_path / "lexicon.json").exists()
     assert not list(tmp_path.glob(".*.partial"))  # the atomic writes leave nothing behind

@@ -6,11 +6,18 @@ one line here.
 
 from .common import Backbone, DecoderCache, LexicalEncoderOutput, check_source
 from .lstm import LSTMEncoderDecoder
+from .memory_lstm import DeepLSTM, DequeLSTM, QueueLSTM, StackLSTM
+from .syntactic_attention import SyntacticAttentionEncoderDecoder
 from .transformer import TransformerEncoderDecoder
 
 BACKBONES: dict[str, type[Backbone]] = {
     "lstm": LSTMEncoderDecoder,
     "transformer": TransformerEncoderDecoder,
+    "syntactic_attention": SyntacticAttentionEncoderDecoder,
+    "stack_lstm": StackLSTM,
+    "queue_lstm": QueueLSTM,
+    "deque_lstm": DequeLSTM,
+    "deep_lstm": DeepLSTM,
 }
 
 __all__ = ["BACKBONES", "Backbone", "DecoderCache", "LexicalEncoderOutput", "check_source"]

@@ -64,6 +64,10 @@ def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, p
             and every model reads the last source positions as the sequence's end); ids outside the source
             vocabulary (a batch encoded with another tokenizer).
     """
+    if torch.compiler.is_compiling():
+        # inside a compiled step the checks (data-dependent branches, host reads) would break the graph; the data
+        # collator of the training pipeline runs them on the host instead (`check_inputs`)
+        return (input_ids.ne(pad_token_id) if attention_mask is None else attention_mask).long()
     if input_ids.dim() != 2 or input_ids.shape[1] == 0:
         raise ValueError(f"input_ids must be a non-empty (batch, length) tensor, got shape {tuple(input_ids.shape)}")
     if attention_mask is None:

@@ -31,6 +31,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .common import Backbone, DecoderCache, LexicalEncoderOutput, check_source
+from .recurrence import LSTMWeights, lstm_cell, masked_lstm, static_shapes_active
 
 
 class LSTMDecoderCache(DecoderCache):
@@ -76,17 +77,17 @@ class LSTMEncoder(nn.Module):
         self.directions = 2 if config.bidirectional_encoder else 1
         self.embed_tokens = nn.Embedding(config.source_vocab_size, config.embedding_size, config.pad_token_id)
         self.dropout = nn.Dropout(config.dropout)
-        self.lstm = nn.LSTM(
+        self.lstm = LSTMWeights(
             config.embedding_size,
             config.hidden_size,
             config.num_layers,
-            batch_first=True,
             dropout=config.dropout if config.num_layers > 1 else 0.0,
             bidirectional=config.bidirectional_encoder,
         )
         self.direction_projection = (
             nn.Linear(2 * config.hidden_size, config.hidden_size) if config.bidirectional_encoder else nn.Identity()
         )
+        self.config = config
 
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embed_tokens = value
@@ -101,12 +102,15 @@ class LSTMEncoder(nn.Module):
         **kwargs,
     ) -> LexicalEncoderOutput:
         attention_mask = check_source(input_ids, attention_mask, self.pad_token_id, self.source_vocab_size)
-        lengths = attention_mask.sum(-1)
         embedded = self.dropout(self.embed_tokens(input_ids))
-        # Packing makes the final state the one after each sequence's last real token, not after padding.
-        packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        packed_states, (hidden, cell) = self.lstm(packed)
-        states, _ = pad_packed_sequence(packed_states, batch_first=True, total_length=input_ids.shape[1])
+        if static_shapes_active(self.config):  # every position, the state frozen on padding: no host sync
+            states, hidden, cell = masked_lstm(self.lstm, embedded, attention_mask, self.training)
+        else:
+            # Packing makes the final state the one after each sequence's last real token, not after padding.
+            lengths = attention_mask.sum(-1).cpu()
+            packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
+            packed_states, (hidden, cell) = self.lstm.packed_forward(packed)
+            states, _ = pad_packed_sequence(packed_states, batch_first=True, total_length=input_ids.shape[1])
         states = self.direction_projection(states)
 
         batch = input_ids.shape[0]
@@ -121,7 +125,7 @@ class LSTMEncoder(nn.Module):
 class LSTMAttentionDecoder(nn.Module):
     """Attentional LSTM decoder with input feeding.
 
-    The LSTM's weights live in a standard `nn.LSTM` (same parameter names and initialisation as PyTorch's), but the
+    The LSTM's weights live in `LSTMWeights` (`nn.LSTM`'s parameter names and initialisation), but the
     recurrence is computed here, one step at a time, because input feeding makes every step depend on the previous
     step's attention output. Doing it by hand lets the embedding half of layer 0's input projection run once for all
     steps (one large matmul) and merges each layer's remaining input and recurrent projections into one matmul per
@@ -137,11 +141,10 @@ class LSTMAttentionDecoder(nn.Module):
         self.num_layers = config.num_layers
         self.embed_tokens = nn.Embedding(config.target_vocab_size, config.embedding_size, config.pad_token_id)
         self.dropout = nn.Dropout(config.dropout)
-        self.lstm = nn.LSTM(
+        self.lstm = LSTMWeights(
             config.embedding_size + hidden,
             hidden,
             config.num_layers,
-            batch_first=True,
             dropout=config.dropout if config.num_layers > 1 else 0.0,
         )
         self.attention_query = nn.Linear(hidden, hidden, bias=config.attention_query_bias)  # W_att
@@ -152,6 +155,7 @@ class LSTMAttentionDecoder(nn.Module):
         self.feed_dropout = config.feed_dropout
         self.output_dropout = nn.Dropout(config.output_dropout if config.feed_dropout else 0.0)
         self._reuse_step_weights, self._merged = False, None  # see reusing_step_weights
+        self.config = config
 
     def initial_cache(self, encoder_outputs: LexicalEncoderOutput) -> LSTMDecoderCache:
         hidden = encoder_outputs.final_hidden.transpose(0, 1).contiguous()
@@ -200,10 +204,9 @@ class LSTMAttentionDecoder(nn.Module):
         return [self._layer_weights(layer) for layer in range(self.num_layers)], w_combine
 
     @staticmethod
-    def _cell(gates: torch.Tensor, cell: torch.Tensor):
-        input_gate, forget_gate, candidate, output_gate = gates.chunk(4, dim=-1)  # PyTorch's gate order
-        cell = torch.sigmoid(forget_gate) * cell + torch.sigmoid(input_gate) * torch.tanh(candidate)
-        return torch.sigmoid(output_gate) * torch.tanh(cell), cell
+    def _step(known_gates: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor, cell: torch.Tensor):
+        """One layer's LSTM step: gates = known_gates + inputs @ weightᵀ (one `addmm`), then the cell."""
+        return lstm_cell(torch.addmm(known_gates, inputs, weight.t()), cell)
 
     def forward(
         self,
@@ -226,6 +229,8 @@ class LSTMAttentionDecoder(nn.Module):
         and the one passed in is not modified.
         """
         batch, steps = decoder_input_ids.shape
+        if static_shapes_active(self.config):
+            target_lengths = None  # every row runs every step: one shape, no host sync
         if cache is None or cache.keys is None:
             initial = self.initial_cache(encoder_outputs)
             cache = initial if cache is None else LSTMDecoderCache(
@@ -278,11 +283,12 @@ class LSTMAttentionDecoder(nn.Module):
             fed_back = layer_input
             for layer, (_, w_merged, bias) in enumerate(weights):
                 if layer == 0:
-                    gates = torch.addmm(embedding_gates[step][:rows], torch.cat([layer_input, hidden[0]], 1), w_merged.t())
+                    known = embedding_gates[step][:rows]
                 else:
                     layer_input = nn.functional.dropout(layer_input, between_layers, self.training)
-                    gates = torch.addmm(bias, torch.cat([layer_input, hidden[layer]], 1), w_merged.t())
-                hidden[layer], cell[layer] = self._cell(gates, cell[layer])
+                    known = bias
+                hidden[layer], cell[layer] = self._step(known, torch.cat([layer_input, hidden[layer]], 1), w_merged,
+                                                        cell[layer])
                 layer_input = hidden[layer]
             top = layer_input  # h_i: (rows, H)
             scores = torch.bmm(top.unsqueeze(1), keys[:rows]).squeeze(1)

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import datasets
 
+from ..files import sha256_of_file
+
 DATA_DIR_ENV = "LEXICAL_HF_DATA_DIR"
 """Environment variable naming a local mirror of the raw benchmark files (used when ``data_dir`` is not given)."""
 
@@ -78,15 +80,6 @@ class RemoteFile:
     def pinned_digest(self) -> str:
         """The checksum the file is verified against, as ``"sha256:<hex>"`` or ``"git-blob:<hex>"``."""
         return f"sha256:{self.sha256}" if self.sha256 else f"git-blob:{self.git_blob}"
-
-
-def sha256_of_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def git_blob_id_of_file(path: str | os.PathLike) -> str:

@@ -28,6 +28,7 @@ _BUILDERS = {
     "scan": (".scan", "Scan"),
     "cogs": (".cogs", "Cogs"),
     "eng_cmn": (".eng_cmn", "EngCmn"),
+    "transduction": (".transduction", "Transduction"),
 }
 _ALIASES = {
     "color": "colors",

@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from .corpus import ParallelCorpus
-from .registry import LearnerOutput, register_learner
+from .registry import LearnerOutput, check_seed, register_learner
 
 __all__ = ["bayesian_learner"]
 
@@ -68,6 +68,7 @@ def bayesian_learner(
     their posterior probability. ``num_samples = 2000`` is inferred from the paper code's Colors lexicon (counts up
     to 1995); the paper states burn-in 1000 and a sample every 10 steps.
     """
+    seed = check_seed(seed, "bayesian_learner")
     if not 0.0 < gamma < 1.0 or not 0.0 < kappa:
         raise ValueError(f"need 0 < gamma < 1 and kappa > 0, got gamma={gamma}, kappa={kappa}")
     if burn_in < 0 or thin < 1 or num_samples < 1:
@@ -76,7 +77,7 @@ def bayesian_learner(
         empty = np.zeros(0, dtype=np.int64)
         return LearnerOutput(empty, empty, np.zeros(0), statistics={"steps": 0})
     sampler = _Sampler(corpus, gamma, kappa, alpha)
-    tally, stats = sampler.run(int(burn_in), int(thin), int(num_samples), np.random.default_rng(int(seed)))
+    tally, stats = sampler.run(int(burn_in), int(thin), int(num_samples), np.random.default_rng(seed))
     posterior = tally / num_samples
     keep = (tally > 0) & (posterior >= min_posterior)
     return LearnerOutput(sampler.pair_source[keep], sampler.pair_target[keep], posterior[keep], statistics=stats)

@@ -99,11 +99,13 @@ class ParallelCorpus:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_pairs(cls, sources: Sequence, targets: Sequence) -> "ParallelCorpus":
-        """Encode two aligned sequences of whitespace-tokenized strings (or of token lists)."""
+    def from_pairs(cls, sources: Sequence, targets: Sequence, names: tuple[str, str] = ("source", "target")
+                   ) -> "ParallelCorpus":
+        """Encode two aligned sequences of whitespace-tokenized strings (or of token lists); `names` are the columns
+        they came from, for the messages. Anything else (bytes, numbers, None) is a `TypeError` naming the row."""
         if len(sources) != len(targets):
-            raise ValueError(f"got {len(sources)} source sequences but {len(targets)} target sequences")
-        return cls.from_arrow(_to_arrow(sources, "source"), _to_arrow(targets, "target"))
+            raise ValueError(f"got {len(sources)} {names[0]} sequences but {len(targets)} {names[1]} sequences")
+        return cls.from_arrow(_to_arrow(sources, names[0]), _to_arrow(targets, names[1]), names)
 
     @classmethod
     def from_dataset(cls, dataset, source_column: str = "source", target_column: str = "target") -> "ParallelCorpus":
@@ -115,12 +117,12 @@ class ParallelCorpus:
                 "Pass source_column= / target_column= to name the text columns."
             )
         table = dataset.select_columns([source_column, target_column]).with_format("arrow")[:]
-        return cls.from_arrow(table.column(source_column), table.column(target_column))
+        return cls.from_arrow(table.column(source_column), table.column(target_column), (source_column, target_column))
 
     @classmethod
-    def from_arrow(cls, sources, targets) -> "ParallelCorpus":
-        source_lists = _split_whitespace(sources, "source")
-        target_lists = _split_whitespace(targets, "target")
+    def from_arrow(cls, sources, targets, names: tuple[str, str] = ("source", "target")) -> "ParallelCorpus":
+        source_lists = _split_whitespace(sources, names[0])
+        target_lists = _split_whitespace(targets, names[1])
         if len(source_lists) != len(target_lists):
             raise ValueError(f"got {len(source_lists)} source sequences but {len(target_lists)} target sequences")
         if len(source_lists) == 0:
@@ -211,16 +213,26 @@ class ParallelCorpus:
 
 
 # ---------------------------------------------------------------------- helpers
-def _to_arrow(values: Sequence, side: str) -> pa.Array:
+def _to_arrow(values: Sequence, column: str) -> pa.Array:
+    """Strings, or (already tokenized) lists of token strings, as an Arrow array; anything else (bytes, numbers,
+    None, a mix of the two forms) is a `TypeError` naming the column and the first row at fault."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
     values = list(values)
-    if values and not isinstance(values[0], str):
-        # already tokenized: a sequence of token lists
-        try:
-            return pa.array([list(map(str, tokens)) for tokens in values], type=pa.list_(pa.string()))
-        except TypeError as error:
-            raise TypeError(f"{side} sequences must be strings or lists of strings") from error
+    token_lists = (list, tuple, np.ndarray)
+    tokenized = bool(values) and isinstance(values[0], token_lists)
+    for row, value in enumerate(values):
+        if tokenized:
+            valid = isinstance(value, token_lists) and all(isinstance(token, str) for token in value)
+        else:
+            valid = isinstance(value, str)
+        if not valid:
+            expected = ("a list of token strings (as row 0 is)" if tokenized
+                        else "a string of whitespace-separated tokens")
+            raise TypeError(f"column {column!r}, row {row}: expected {expected}, got {type(value).__name__} "
+                            f"{value!r:.60}" + (" (decode bytes to str first)" if isinstance(value, bytes) else ""))
+    if tokenized:
+        return pa.array([list(tokens) for tokens in values], type=pa.list_(pa.string()))
     return pa.array(values, type=pa.string())
 
 
@@ -234,10 +246,12 @@ def _split_whitespace(values, side: str) -> pa.ListArray:
         if values.null_count:
             raise ValueError(f"the {side} column has {values.null_count} missing (null) values")
         lists = pc.utf8_split_whitespace(pc.utf8_trim_whitespace(values))
-    elif pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+    elif ((pa.types.is_list(values.type) or pa.types.is_large_list(values.type))
+          and (pa.types.is_string(values.type.value_type) or pa.types.is_large_string(values.type.value_type))):
         lists = values.cast(pa.list_(pa.string()))
     else:
-        raise TypeError(f"the {side} column must hold whitespace-tokenized strings or token lists, not {values.type}")
+        raise TypeError(f"the {side} column must hold whitespace-tokenized strings or lists of token strings, not "
+                        f"{values.type} (decode bytes and convert numbers to str first)")
     # "" remains as the only token of an empty string; drop empty tokens and rebuild the offsets
     flat = lists.flatten()
     keep = np.asarray(pc.not_equal(pc.utf8_length(flat), 0).fill_null(False), dtype=bool)

@@ -45,7 +45,7 @@ import numpy as np
 
 from .corpus import ParallelCorpus
 from .lexicon import REPLACEABLE_FALLBACKS, Lexicon, replaced_fallback
-from .registry import LEARNERS, LearnerOutput, available_methods, get_learner, register_learner
+from .registry import LEARNERS, LearnerOutput, available_methods, check_seed, get_learner, register_learner
 
 TIE_BREAKS = ("cooccurrence", "first_appearance", "string")
 
@@ -216,10 +216,11 @@ def learn_lexicon(
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     if fallback not in (None, *REPLACEABLE_FALLBACKS):  # checked before learning, which can take seconds
         raise ValueError(f"fallback must be one of {REPLACEABLE_FALLBACKS}, got {fallback!r}")
+    seed = check_seed(seed, "learn_lexicon")
     spec = get_learner(method)
     hyperparameters = spec.resolve(dict(method_kwargs))
     if spec.takes_seed:
-        hyperparameters["seed"] = int(seed)
+        hyperparameters["seed"] = seed
     corpus, found_provenance = _as_corpus(data, source_column, target_column)
     output = spec.function(corpus, **hyperparameters)
     fallback = replaced_fallback(output.fallback, fallback, method)
@@ -266,6 +267,7 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
             "target_column": target_column,
         }
         return corpus, {k: v for k, v in provenance.items() if v is not None}
+    names = (source_column, target_column)
     if isinstance(data, Mapping):
         if source_column not in data or target_column not in data:
             raise ValueError(f"mapping has no {source_column!r} / {target_column!r} keys (keys: {list(data)})")
@@ -290,8 +292,14 @@ def _as_corpus(data, source_column: str, target_column: str) -> tuple[ParallelCo
         if len(data) == 2:
             sources, targets = data
             if not isinstance(sources, str) and not isinstance(targets, str):
-                corpus = ParallelCorpus.from_pairs(sources, targets)
+                corpus = ParallelCorpus.from_pairs(sources, targets, names)
                 return corpus, {"num_examples": corpus.num_examples}
+        if data and all(isinstance(pair, pair_types) and len(pair) == 2 for pair in data):  # pairs of non-strings
+            row, side = next((row, side) for row, pair in enumerate(data) for side in (0, 1)
+                             if not isinstance(pair[side], str))
+            value = data[row][side]
+            raise TypeError(f"data[{row}][{side}] (the {('source', 'target')[side]} of pair {row}) is "
+                            f"{type(value).__name__} {value!r:.60}, not a string of whitespace-separated tokens")
     raise TypeError(
         "data must be a datasets.Dataset, a (sources, targets) pair of sequences, a list of (source, target) pairs, "
         f"a mapping with the source and target columns, or a ParallelCorpus; got {type(data).__name__}"

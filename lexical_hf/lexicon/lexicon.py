@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import warnings
 from collections.abc import Iterator, Mapping
@@ -114,8 +115,11 @@ def _hard_choice(source: str, outputs: Mapping[str, float], preferred: str | Non
 
 
 def _softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
-    logits = scores / temperature
-    logits = logits - logits.max()
+    """``exp(score / τ)`` normalised. The maximum is subtracted before dividing by τ: a tiny τ then sends the other
+    scores to -inf (weight 0) and the highest to 0 (weight 1), never inf - inf; differences too large for a float
+    are -inf as well."""
+    with np.errstate(over="ignore"):
+        logits = (scores - scores.max()) / temperature
     weights = np.exp(logits)
     return weights / weights.sum()
 
@@ -193,6 +197,8 @@ class Lexicon:
 
     @staticmethod
     def _check_temperature(temperature) -> float:
+        if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
+            raise TypeError(f"temperature must be a number >= 0 (0: the hard lexicon), got {temperature!r}")
         temperature = float(temperature)
         if not math.isfinite(temperature) or temperature < 0:
             raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")

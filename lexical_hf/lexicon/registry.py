@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LEARNERS", "LearnerOutput", "LearnerSpec", "available_methods", "get_learner", "parse_learner_params",
-           "register_learner"]
+__all__ = ["LEARNERS", "LearnerOutput", "LearnerSpec", "available_methods", "check_seed", "get_learner",
+           "parse_learner_params", "register_learner"]
 
 
 @dataclass
@@ -109,6 +109,15 @@ def get_learner(method: str) -> LearnerSpec:
         return LEARNERS[method]
     except KeyError:
         raise ValueError(f"unknown lexicon learning method {method!r}; known methods: {', '.join(LEARNERS)}") from None
+
+
+def check_seed(seed, where: str) -> int:
+    """`seed` as an int, refusing what `numpy.random.default_rng` would reject or silently round (a negative number,
+    1.5, a string) with a message that names the argument; `where` says whose seed it is."""
+    number = isinstance(seed, numbers.Real) and not isinstance(seed, (bool, np.bool_))
+    if not (number and math.isfinite(seed) and seed == int(seed) and seed >= 0):
+        raise ValueError(f"{where}: seed must be a whole number >= 0, got {seed!r}")
+    return int(seed)
 
 
 def parse_learner_params(pairs: Sequence[str]) -> dict:

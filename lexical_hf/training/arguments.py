@@ -36,6 +36,11 @@ class DataArguments:
     source_bos: bool = field(default=False, metadata={"help": "encode sources as <s> x </s> (the paper's code): <s> maps to <unk>, never generated, so attending it writes nothing"})
     max_train_samples: int | None = field(default=None, metadata={"help": "truncate the training set (debugging)"})
     max_eval_samples: int | None = field(default=None, metadata={"help": "truncate every evaluation split (debugging)"})
+    augment: str | None = field(default=None, metadata={"help": "geca: augment the training data, composed anew for each seed (GECA, Andreas 2020; docs/guide.md)"})
+    augment_preset: str | None = field(default=None, metadata={"help": "GECA settings of a benchmark: scan | cogs | colors | eng_cmn (default: the benchmark's own; none for your own data: the reference's defaults)"})
+    augment_params: str | None = field(default=None, metadata={"help": "GECA settings NAME=VALUE,…, e.g. wug_size=1,n_sample=500 (override the preset)"})
+    augment_mixing: str = field(default="ratio", metadata={"help": "ratio: each training example is drawn from the augmented pairs with probability --aug_ratio (the reference's protocol) | concatenate: original then augmented pairs"})
+    aug_ratio: float = field(default=0.3, metadata={"help": "with --augment_mixing ratio: the probability that an example is an augmented one"})
 
 
 @dataclass
@@ -52,7 +57,7 @@ class LexiconArguments:
 
 @dataclass
 class ModelArguments:
-    backbone: str = field(default="lstm", metadata={"help": "lstm | transformer (presets: cpu, none)"})
+    backbone: str = field(default="lstm", metadata={"help": "lstm | transformer (presets: cpu, none) | syntactic_attention (presets: cpu, paper, none) | stack_lstm, queue_lstm, deque_lstm, deep_lstm (presets: cpu, paper, none; --lexicon none)"})
     embedding_size: int | None = field(default=None, metadata={"help": "preset: 512"})
     hidden_size: int | None = field(default=None, metadata={"help": "preset: 512"})
     num_layers: int | None = field(default=None, metadata={"help": "preset: 2"})
@@ -74,12 +79,20 @@ class ModelArguments:
     relative_attention_max_distance: int | None = field(default=None, metadata={"help": "transformer: clip distance k"})
     attention_source: str | None = field(default=None, metadata={"help": "transformer: cross_attention_mean | dedicated_head"})
     attention_dropout: float | None = field(default=None, metadata={"help": "transformer: dropout on attention weights"})
+    # Syntactic Attention only (None: the preset's value, else LexicalSeq2SeqConfig's default)
+    syntax_encoder: str | None = field(default=None, metadata={"help": "syntactic_attention: paper (v1's neighbour-only biLSTM; default) | code (the authors' code: own syntax embedding, learned start/end annotations, a second biLSTM)"})
+    syntax_action: bool | None = field(default=None, metadata={"help": "syntactic_attention: write from [d_i; c_i], semantics and syntax (the paper's ablation)"})
+    sequential_semantics: bool | None = field(default=None, metadata={"help": "syntactic_attention: the semantic stream from a biLSTM (the paper's ablation)"})
+    # Stack-, Queue- and DeQue-LSTM only (None: the preset's value, else LexicalSeq2SeqConfig's default)
+    memory_width: int | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm: width m of a memory row (paper: 256; cpu preset: 64)"})
 
 
 # ModelArguments whose None means "LexicalSeq2SeqConfig's default" (the presets fill in the rest)
 OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "feed_dropout", "combine_decoder_input", "attention_query_bias",
                          "num_attention_heads", "ffn_size", "norm_first", "position_encoding",
-                         "relative_attention_max_distance", "attention_source", "attention_dropout")
+                         "relative_attention_max_distance", "attention_source", "attention_dropout",
+                         "syntax_encoder", "syntax_action", "sequential_semantics",
+                         "memory_width")
 
 
 @dataclass
@@ -88,6 +101,7 @@ class ExperimentArguments:
     seeds: str = field(default="0", metadata={"help": "e.g. 0-9 or 0,3,7: one training per seed"})
     selection: str = field(default="validation", metadata={"help": "validation: the checkpoint with the best validation exact match | final: the last weights. Without a validation split (Colors) it is always final"})
     keep_seed_checkpoints: bool = field(default=False, metadata={"help": "keep every seed's Trainer checkpoints"})
+    overwrite_output_dir: bool = field(default=False, metadata={"help": "train a seed again from scratch when OUTPUT_DIR holds an earlier run of it (its seed folder is removed); without it such a run is refused unless --resume_from_checkpoint true continues it"})
     model_card_template: str | None = field(default=None, metadata={"help": "default: model_cards/lexical_model_card.md (installed as lexical_hf.model_cards)"})
     group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone (faster, but SCAN jump generalised worse: see docs/training.md)"})
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
@@ -184,6 +198,26 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
                                       or lexicon_args.lexicon_tie_break):
         raise ValueError("--lexicon_path replaces the learner: it does not go with --lexicon copy or uniform, "
                          "--lexicon_params or --lexicon_tie_break (a saved lexicon carries its own tie-breaks)")
+    for name in ("max_train_samples", "max_eval_samples"):
+        value = getattr(data_args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be a positive number of examples, got {value} (leave it out to use them all)")
+    for name in ("learning_rate", "max_grad_norm", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon",
+                 "warmup_ratio"):
+        value = getattr(training_args, name, None)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"--{name} must be a finite number >= 0, got {value}")
+    if data_args.augment is not None:
+        from ..augmentation import available_methods
+
+        if data_args.augment not in available_methods():
+            raise ValueError(f"--augment must be one of {available_methods()}, got {data_args.augment!r}")
+        if data_args.augment_mixing not in ("ratio", "concatenate"):
+            raise ValueError(f"--augment_mixing must be ratio or concatenate, got {data_args.augment_mixing!r}")
+        if not 0 <= data_args.aug_ratio < 1:
+            raise ValueError(f"--aug_ratio must be in [0, 1), got {data_args.aug_ratio}")
+    elif data_args.augment_preset or data_args.augment_params:
+        raise ValueError("--augment_preset / --augment_params set the augmentation: add --augment geca")
     if experiment_args.max_train_minutes is not None and not experiment_args.max_train_minutes > 0:
         raise ValueError(f"--max_train_minutes must be a positive number of minutes, got {experiment_args.max_train_minutes}")
     if experiment_args.selection not in ("validation", "final"):

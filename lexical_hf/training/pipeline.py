@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -31,7 +32,9 @@ from ..tokenization_lexical import LexicalTokenizer
 from .arguments import OPTIONAL_MODEL_FIELDS, effective_batch_warning, parse_arguments
 from .provenance import code_revision, machine_description
 from .publish import publish_folder
-from .seeds import check_seed_settings, run_seed, run_seeds_in_subprocesses, seed_settings, test_splits
+from .run_folder import claim_seed_folder, locked_run_folder
+from .augmenting import augmentation_settings
+from .seeds import check_seed_settings, run_seed, run_seeds_in_subprocesses, seed_settings, test_splits, tokenize_pairs
 
 logger = logging.getLogger("lexical_hf.training")
 
@@ -53,14 +56,23 @@ def main(argv: list[str] | None = None, program: str = "lexical-hf train") -> di
     output_dir = Path(training_args.output_dir)
     revision = code_revision()  # the code as it is now, not as it is when training ends hours later
 
-    raw = load_data(data_args)
-    tokenizer = LexicalTokenizer.from_dataset(raw["train"], source_bos=data_args.source_bos)
-    lexicon = build_lexicon(lexicon_args, data_args, raw, tokenizer)
-    tokenized = tokenize_pairs(raw, tokenizer)
+    # one run owns the folder for its whole life (the seed workers of --parallel_seeds and the other processes
+    # under accelerate belong to the run that holds it)
+    owner = training_args.process_index == 0 and not experiment_args.seed_worker
+    with locked_run_folder(output_dir) if owner else contextlib.nullcontext():
+        raw = load_data(data_args)
+        tokenizer = LexicalTokenizer.from_dataset(raw["train"], source_bos=data_args.source_bos)
+        lexicon = build_lexicon(lexicon_args, data_args, raw, tokenizer)
+        tokenized = tokenize_pairs(raw, tokenizer)
+        per_seed = train_seeds(argv, args, seeds, tokenizer, lexicon, tokenized, raw, output_dir)
+        if per_seed is None:  # a worker process of --parallel_seeds, or not the main process under accelerate
+            return None
+        return write_results(argv, program, args, revision, seeds, raw, lexicon, per_seed, output_dir)
 
-    per_seed = train_seeds(argv, args, seeds, tokenizer, lexicon, tokenized, raw, output_dir)
-    if per_seed is None:  # a worker process of --parallel_seeds, or not the main process under accelerate
-        return None
+
+def write_results(argv, program, args, revision, seeds, raw, lexicon, per_seed, output_dir: Path) -> dict:
+    """results.json (and the published folder around it) from every seed's metrics."""
+    data_args, lexicon_args, model_args, experiment_args, training_args = args
     results = {
         "run_name": output_dir.name,
         "command": f"{program} " + " ".join(argv),
@@ -77,6 +89,7 @@ def main(argv: list[str] | None = None, program: str = "lexical-hf train") -> di
         "lexicon_fallback": lexicon.fallback if lexicon is not None else None, "source_bos": data_args.source_bos,
         "lexicon_tie_breaks": tie_break_summary(lexicon),
         "group_by_target_length": experiment_args.group_by_target_length,
+        "augmentation": augmentation_settings(data_args),
         "model": asdict(model_args),
         "training": {key: getattr(training_args, key) for key in RESULT_TRAINING_KEYS},
         "machine": machine_description(experiment_args.parallel_seeds),
@@ -110,12 +123,6 @@ def load_data(data_args) -> datasets.DatasetDict:
             if split != "train":
                 data[split] = data[split].select(range(min(data_args.max_eval_samples, len(data[split]))))
     return data
-
-
-def tokenize_pairs(raw: datasets.DatasetDict, tokenizer) -> datasets.DatasetDict:
-    """`input_ids` / `attention_mask` / `labels` for every split, the text columns dropped: what the Trainer reads."""
-    return raw.map(lambda batch: tokenizer(batch["source"], text_target=batch["target"]), batched=True,
-                   remove_columns=raw["train"].column_names, desc="Tokenizing")
 
 
 # ---------------------------------------------------------------------------------------------------- lexicon
@@ -199,6 +206,8 @@ def train_seeds(argv, args, seeds, tokenizer, lexicon, tokenized, raw, output_di
         seed_dir = output_dir / "seeds" / f"seed-{seed}"
         if training_args.resume_from_checkpoint:
             check_seed_settings(seed_dir, settings)
+        elif training_args.process_index == 0 and not experiment_args.seed_worker:
+            claim_seed_folder(seed_dir, seed, overwrite=experiment_args.overwrite_output_dir)
         if training_args.resume_from_checkpoint and (seed_dir / "metrics.json").exists():
             per_seed[str(seed)] = json.loads((seed_dir / "metrics.json").read_text())
             logger.info(f"seed {seed}: already finished, metrics read from {seed_dir / 'metrics.json'}")

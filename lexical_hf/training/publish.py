@@ -9,7 +9,9 @@ from pathlib import Path
 import lexical_hf
 
 from ..model_card import build_model_card
-from ..results import replace_atomically, run_markdown
+from ..files import replace_atomically
+from ..results import run_markdown
+from .run_folder import LOCK_FILE
 
 
 def write_json_atomic(path: Path, value) -> None:
@@ -63,11 +65,12 @@ def push_folder(output_dir: Path, results: dict, training_args) -> None:
     api = HfApi(token=training_args.hub_token)
     try:
         api.create_repo(repo_id, private=bool(training_args.hub_private_repo), exist_ok=True)
-        api.upload_folder(repo_id=repo_id, folder_path=str(output_dir), ignore_patterns=["seeds/**", "runs/**"],
+        api.upload_folder(repo_id=repo_id, folder_path=str(output_dir),
+                          ignore_patterns=["seeds/**", "runs/**", LOCK_FILE],
                           commit_message=f"lexical_hf {lexical_hf.__version__}: {results['run_name']}")
     except Exception as error:  # network, token, permissions: the trained folder is complete either way
         raise RuntimeError(
             f"pushing to {repo_id} failed ({type(error).__name__}: {error}). {output_dir} is complete; push it later "
-            f"with `hf upload {repo_id} {output_dir} --exclude 'seeds/**' --exclude 'runs/**'`"
+            f"with `hf upload {repo_id} {output_dir} --exclude 'seeds/**' --exclude 'runs/**' --exclude {LOCK_FILE}`"
         ) from error
     print(f"pushed {output_dir} to {repo_id}")

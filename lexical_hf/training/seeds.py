@@ -7,19 +7,21 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
-from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments, set_seed
+import datasets
+from transformers import Seq2SeqTrainingArguments, TrainerState, set_seed
 
 from .. import evaluation
 from ..decoding import generate_texts
 from ..results import settings_differences
+from .augmenting import augmentation_settings, augmented_training_split
+from .collator import CheckedDataCollator
+from .checkpoints import CheckpointDigests, TrainingClock, last_complete_checkpoint, load_weights, recorded_training_seconds
 from .publish import write_json_atomic
 from .trainer import LexicalSeq2SeqTrainer, WallClockLimit, validation_exact_match
 
@@ -31,13 +33,27 @@ TRAINING_SETTINGS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warm
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
                      "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy",
                      "generation_num_beams", "eval_strategy", "eval_steps", "tf32")
+# With --torch_compile the batches are padded to a multiple of this length (source and target), so that the compiled
+# step sees a few shapes (it is traced once per shape), and dynamo may keep that many traces
+COMPILED_BUCKET = 16
+COMPILED_TRACES = 64
 DATA_SETTINGS = ("benchmark", "benchmark_config", "benchmark_splits", "train_file", "validation_file", "test_file",
                  "validation_fraction", "max_train_samples", "max_eval_samples", "source_bos")
+
+
+def tokenize_pairs(pairs, tokenizer):
+    """`input_ids` / `attention_mask` / `labels` of a split or DatasetDict, the text columns dropped: what the
+    Trainer reads."""
+    columns = pairs["train"].column_names if isinstance(pairs, datasets.DatasetDict) else pairs.column_names
+    return pairs.map(lambda batch: tokenizer(batch["source"], text_target=batch["target"]), batched=True,
+                     remove_columns=columns, desc="Tokenizing")
 
 
 def test_splits(data) -> list[str]:
     """Every split that is evaluated at the end: test-like splits (COGS gen included), else validation."""
     names = [s for s in data if s not in ("train", "validation", "train_100")]
+    if names and "validation" in data and data["validation"].info.builder_name == "transduction":
+        names.append("validation")  # fresh samples of the training distribution, which Grefenstette et al. score too
     return names or [s for s in data if s == "validation"]
 
 
@@ -55,6 +71,7 @@ def seed_settings(args, lexicon) -> dict:
         "selection": experiment_args.selection,
         "group_by_target_length": experiment_args.group_by_target_length,
         "max_train_minutes": experiment_args.max_train_minutes,
+        "augmentation": augmentation_settings(data_args),
     }
     return json.loads(json.dumps(settings, default=str))
 
@@ -77,24 +94,6 @@ def check_seed_settings(seed_dir: Path, settings: dict) -> None:
     if differing:
         raise ValueError(f"--resume_from_checkpoint: {seed_dir} was trained with other settings ({'; '.join(differing)}); "
                          f"use another --output_dir, or remove {seed_dir} to train it again")
-
-
-def last_complete_checkpoint(seed_dir: Path) -> str | None:
-    """The newest `checkpoint-N` in `seed_dir` whose save finished, or None.
-
-    The Trainer writes `trainer_state.json` last, and not atomically: a save that a timeout or a kill interrupts leaves
-    a folder without a readable one. `get_last_checkpoint` would still pick that folder, and every later resume would
-    fail on it; here it is skipped (and left in place: the next save at that step writes it again)."""
-    numbered = [(int(path.name.split("-")[1]), path) for path in seed_dir.glob("checkpoint-*")
-                if path.is_dir() and re.fullmatch(r"checkpoint-\d+", path.name)] if seed_dir.is_dir() else []
-    for _, path in sorted(numbered, reverse=True):
-        try:
-            json.loads((path / "trainer_state.json").read_text())
-        except (OSError, ValueError):
-            logger.warning(f"{path}: no readable trainer_state.json (its save was interrupted); not resuming from it")
-            continue
-        return str(path)
-    return None
 
 
 def seed_training_arguments(training_args, seed: int, seed_dir: Path, has_validation: bool):
@@ -127,8 +126,16 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     data_args, lexicon_args, model_args, experiment_args, training_args = args
     set_seed(seed)
     model = build_model(model_args, lexicon_args, tokenizer, lexicon)
+    if training_args.torch_compile:  # one trace per (source, target) bucket of the padded batches
+        from torch import _dynamo
+
+        _dynamo.config.recompile_limit = max(_dynamo.config.recompile_limit, COMPILED_TRACES)
     has_validation = "validation" in tokenized and experiment_args.selection == "validation"
     seed_args = seed_training_arguments(training_args, seed, seed_dir, has_validation)
+    train, augmentation = tokenized["train"], None
+    if data_args.augment:
+        train, augmentation = augmented_training_split(raw["train"], lambda pairs: tokenize_pairs(pairs, tokenizer),
+                                                       data_args, seed)
 
     def compute_metrics(prediction):
         # Under DDP the gathered arrays can end with a few repeated examples (even batches); the first
@@ -139,9 +146,11 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
 
     trainer = LexicalSeq2SeqTrainer(
         group_by_target_length=experiment_args.group_by_target_length,
-        model=model, args=seed_args, train_dataset=tokenized["train"],
+        model=model, args=seed_args, train_dataset=train,
         eval_dataset=tokenized["validation"] if has_validation else None,
-        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+        data_collator=CheckedDataCollator(tokenizer, model=model,
+                                          pad_to_multiple_of=COMPILED_BUCKET if seed_args.torch_compile else None),
+        processing_class=tokenizer,
         compute_metrics=compute_metrics,
     )
     time_limit = None
@@ -149,11 +158,22 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         time_limit = WallClockLimit(60 * experiment_args.max_train_minutes)
         trainer.add_callback(time_limit)
     resume = last_complete_checkpoint(seed_dir) if training_args.resume_from_checkpoint else None
-    if resume:
-        logger.info(f"seed {seed}: resuming from {resume}")
-    start = time.perf_counter()
-    trainer.train(resume_from_checkpoint=resume)
-    train_seconds = time.perf_counter() - start
+    seconds_before = recorded_training_seconds(seed_dir).get(Path(resume).name) if resume else 0.0
+    clock = TrainingClock(seed_dir, seconds_before or 0.0)
+    trainer.add_callback(clock)
+    trainer.add_callback(CheckpointDigests())
+    finished = resume is not None and finished_training(resume, seed_args)
+    if finished:
+        # killed after its last update (e.g. while decoding the test split): the Trainer would train one update
+        # more; the end of training is restored instead (the best checkpoint's weights when selecting on validation)
+        logger.info(f"seed {seed}: training had ended at {resume}; evaluating it")
+        trainer.state = TrainerState.load_from_json(str(Path(resume) / "trainer_state.json"))
+        best = trainer.state.best_model_checkpoint if seed_args.load_best_model_at_end else None
+        load_weights(trainer.model, seed_dir / Path(best).name if best else Path(resume))
+    else:
+        if resume:
+            logger.info(f"seed {seed}: resuming from {resume}")
+        trainer.train(resume_from_checkpoint=resume)
 
     metrics = {}
     for split in test_splits(tokenized):
@@ -161,10 +181,22 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
                                      batch_size=seed_args.per_device_eval_batch_size,
                                      num_beams=seed_args.generation_num_beams or 1)
         metrics[split] = evaluation.benchmark_metrics(raw, split, predictions)
-    # the updates done: fewer than max_steps when the wall-clock limit ended training (a reduced run)
-    metrics["train_seconds"] = {"value": train_seconds, "updates": trainer.state.global_step,
+    # the updates done: fewer than max_steps when the wall-clock limit ended training (a reduced run); the time of
+    # every segment of a resumed seed, or of the last one only when the earlier ones were not recorded
+    metrics["train_seconds"] = {"value": (seconds_before or 0.0) if finished else clock.seconds,
+                                "updates": trainer.state.global_step,
                                 "stopped_by_time_limit": bool(time_limit and time_limit.stopped)}
+    if resume and seconds_before is None:
+        metrics["train_seconds"]["earlier_segments_unrecorded"] = True
+    if augmentation is not None:
+        metrics["augmentation"] = augmentation
     return trainer, metrics
+
+
+def finished_training(checkpoint: str, seed_args) -> bool:
+    """Whether the checkpoint was saved at the run's last update (max_steps reached)."""
+    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+    return seed_args.max_steps > 0 and state.get("global_step", 0) >= seed_args.max_steps
 
 
 def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir: Path, build_model) -> dict:

@@ -1,0 +1,292 @@
+"""Milliseconds per training update of the paper's LSTM, eager against the fast (static-shape, compiled) step, for one
+seed and for several seeds sharing the device; greedy decoding sentences/s; and the compute floor. Runs on a GPU (the
+figures the fast step is for) or on a CPU (where it reports the fast/eager ratio).
+
+    python benchmarks/bench_gpu.py --data-dir ../shared/data                        # SCAN addprim_jump, paper size
+    python benchmarks/bench_gpu.py --task cogs --data-dir ../shared/data
+    python benchmarks/bench_gpu.py --size tiny --updates 3 --warmup 1 --seeds-at-once 1 --decode-sentences 64  # a dry run
+
+What one update is: forward and backward of a batch of 512 training pairs (the paper's 128 × 4 in one batch), gradient
+clipping at 5 and an AdamW step (fused on CUDA), with TF32 matrix products on CUDA. Batches are random (as the paper's
+code draws them), padded to multiples of 16 (the buckets of `lexical-hf train --torch_compile true`).
+
+Modes:
+* ``eager``: the default path (packed encoder, decoder rows dropped as their targets end), no compilation.
+* ``static``: `static_shapes=True` without compilation (every row every step; no host synchronisation).
+* ``fast``: `torch.compile` of the model with the static path: inductor with ``mode="reduce-overhead"`` (CUDA graphs)
+  on CUDA. On a CPU the backend is ``aot_eager`` (``--compile-backend`` to change it): inductor's C++ compilation of
+  the unrolled decoder takes many minutes on 2 cores, and the CPU is not what the fast step is for. The first updates
+  of each bucket compile; they are timed apart (``warmup_seconds``).
+
+Several seeds: ``--seeds-at-once 1,8`` also starts N processes that time the fast step at once on the same device
+(each its own model), and reports each one's ms per update and the updates per second of all together.
+
+The floor: FLOPs of one update (forward × 3, counting every position the static path computes; the matmuls only) ÷
+the device's matmul rate measured in the same run (TF32 on CUDA), i.e. the time the arithmetic needs at that rate.
+
+Writes ``--out``.json (one entry per device, kept across runs) and ``--out``.md (rebuilt from the json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import lexical_hf
+from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
+from lexical_hf.decoding import generate_texts
+
+HERE = Path(__file__).resolve().parent
+SIZES = {
+    # the paper's model with the paper code's decoder details (the `paper` preset)
+    "paper": dict(embedding_size=512, hidden_size=512, num_layers=2, dropout=0.4, output_dropout=0.5,
+                  feed_dropout=True, combine_decoder_input=True, attention_query_bias=True, gate="copy_token"),
+    "tiny": dict(embedding_size=16, hidden_size=16, num_layers=1, dropout=0.1),
+}
+BUCKET = 16
+
+
+def bench_model_module():
+    spec = importlib.util.spec_from_file_location("bench_model", HERE / "bench_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def synchronize():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def load_task(task: str, data_dir: str | None):
+    if task == "scan-jump":
+        return lexical_hf.load_benchmark("scan", "addprim_jump", data_dir=data_dir)
+    if task == "colors":  # short sequences: dry runs
+        return lexical_hf.load_benchmark("colors")
+    return lexical_hf.load_benchmark("cogs", "paper", data_dir=data_dir, splits=["train", "test"])
+
+
+def build(tokenizer, lexicon, size: str, static: bool) -> LexicalSeq2SeqForConditionalGeneration:
+    torch.manual_seed(0)
+    config = LexicalSeq2SeqConfig(source_vocab_size=tokenizer.source_vocab_size,
+                                  target_vocab_size=tokenizer.target_vocab_size, static_shapes=static,
+                                  **SIZES[size])
+    model = LexicalSeq2SeqForConditionalGeneration(config)
+    model.set_lexicon(lexicon, tokenizer)
+    return model.to(device()).train()
+
+
+def batches(tokenizer, data, batch_size: int, count: int, seed: int = 0) -> list[dict]:
+    """`count` random batches of `batch_size` training pairs, padded to multiples of BUCKET, on the device."""
+    generator = torch.Generator().manual_seed(seed)
+    sources, targets = data["source"], data["target"]
+    result = []
+    for _ in range(count):
+        rows = torch.randint(len(sources), (batch_size,), generator=generator).tolist() if batch_size > len(sources) \
+            else torch.randperm(len(sources), generator=generator)[:batch_size].tolist()
+        batch = tokenizer([sources[i] for i in rows], text_target=[targets[i] for i in rows], padding=True,
+                          pad_to_multiple_of=BUCKET, return_tensors="pt")
+        batch["labels"] = batch["labels"].masked_fill(batch["labels"] == tokenizer.pad_token_id, -100)
+        result.append({key: value.to(device()) for key, value in batch.items()})
+    return result
+
+
+def time_updates(mode: str, tokenizer, lexicon, size: str, work: list[dict], warmup: int, backend: str) -> dict:
+    """ms per update of `mode` over `work` after `warmup` updates (compilation happens in the warm-up)."""
+    model = build(tokenizer, lexicon, size, static=mode != "eager")
+    step_model = model
+    if mode == "fast":
+        from torch import _dynamo
+
+        _dynamo.config.recompile_limit = max(_dynamo.config.recompile_limit, 64)
+        options = {"mode": "reduce-overhead"} if backend == "inductor" and device().type == "cuda" else {}
+        step_model = torch.compile(model, backend=backend, **options)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.998), weight_decay=0.0,
+                                  fused=device().type == "cuda")
+
+    def update(batch):
+        loss = step_model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    start = time.perf_counter()
+    for batch in work[:warmup]:
+        update(batch)
+    synchronize()
+    compile_seconds = time.perf_counter() - start
+    timed = work[warmup:]
+    start = time.perf_counter()
+    for batch in timed:
+        update(batch)
+    synchronize()
+    seconds = time.perf_counter() - start
+    return {"ms_per_update": 1000 * seconds / len(timed), "updates": len(timed), "warmup_seconds": compile_seconds}
+
+
+def matmul_rate() -> float:
+    """FLOP/s of a large float32 matmul (TF32 on CUDA), measured now."""
+    size, repeats = (8192, 20) if device().type == "cuda" else (1024, 10)
+    a, b = torch.randn(size, size, device=device()), torch.randn(size, size, device=device())
+    a @ b
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    synchronize()
+    return 2 * size**3 * repeats / (time.perf_counter() - start)
+
+
+def update_flops(config, work: list[dict]) -> float:
+    """Mean FLOPs of one update over `work`: forward × 3 (forward + backward), every position computed."""
+    flops = bench_model_module().lstm_forward_flops
+    counts = []
+    for batch in work:
+        b, s = batch["input_ids"].shape
+        t = batch["labels"].shape[1]
+        counts.append(3 * flops(config, b, s, t, b * t))
+    return statistics.fmean(counts)
+
+
+def decode_rate(tokenizer, lexicon, size: str, sources: list[str], batch_size: int) -> dict:
+    model = build(tokenizer, lexicon, size, static=False).eval()
+    generate_texts(model, tokenizer, sources[:batch_size], batch_size=batch_size, max_new_tokens=60)  # warm-up
+    synchronize()
+    start = time.perf_counter()
+    generate_texts(model, tokenizer, sources, batch_size=batch_size, max_new_tokens=60)
+    synchronize()
+    seconds = time.perf_counter() - start
+    return {"sentences": len(sources), "seconds": seconds, "sentences_per_second": len(sources) / seconds,
+            "batch_size": batch_size}
+
+
+def concurrent(args, count: int) -> dict:
+    """`count` worker processes timing the fast step at once on this device."""
+    command = [sys.executable, __file__, "--worker", "--task", args.task, "--size", args.size, "--updates",
+               str(args.updates), "--warmup", str(args.warmup), "--batch-size", str(args.batch_size),
+               "--compile-backend", args.compile_backend]
+    if args.data_dir:
+        command += ["--data-dir", args.data_dir]
+    start = time.perf_counter()
+    workers = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(count)]
+    results = [json.loads(worker.communicate()[0].strip().splitlines()[-1]) for worker in workers]
+    wall = time.perf_counter() - start
+    per_update = [r["ms_per_update"] for r in results]
+    return {"processes": count, "ms_per_update_each": per_update, "ms_per_update_mean": statistics.fmean(per_update),
+            "updates_per_second_all": sum(1000 / ms for ms in per_update), "wall_seconds": wall}
+
+
+def describe_device() -> str:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+
+
+def write(out: Path, *new_entries: dict) -> None:
+    """Add `new_entries` to `out`.json (one per device, task and size; a newer run replaces an older one) and rebuild
+    `out`.md from it."""
+    json_path, md_path = out.with_suffix(".json"), out.with_suffix(".md")
+    entries = json.loads(json_path.read_text()) if json_path.exists() else {}
+    for entry in new_entries:
+        entries[f"{entry['device']} · {entry['task']} · {entry['size']}"] = entry
+    json_path.write_text(json.dumps(entries, indent=1) + "\n")
+    lines = ["# The fast training step: ms per update, eager against fast", "",
+             f"Written by `python benchmarks/bench_gpu.py` from [`{json_path.name}`]({json_path.name}); each block is one "
+             "run, with its command, device and code revision. One update: forward, backward, clipping and an AdamW "
+             "step on one batch of training pairs (its size is in each block).", ""]
+    for key, e in entries.items():
+        lines += [f"## {key}", "", f"`{e['command']}` · {e['machine']} · torch {e['torch']} · code `{e['revision']}` · "
+                  f"{e['date']} · batch {e['batch_size']}", "",
+                  f"Fast mode: torch.compile backend `{e['compile_backend']}`.", "",
+                  "| mode | ms per update | warm-up (compile) s | updates timed |", "|---|---|---|---|"]
+        for mode, m in e["modes"].items():
+            lines.append(f"| {mode} | {m['ms_per_update']:.1f} | {m['warmup_seconds']:.1f} | {m['updates']} |")
+        lines += ["", f"- fast / eager: **{e['speedup_fast_over_eager']:.2f}×** faster"
+                      f" (static without compilation: {e['speedup_static_over_eager']:.2f}×)",
+                  f"- compute floor: {e['floor_ms']:.2f} ms per update ({e['flops_per_update'] / 1e12:.3f} TFLOP at a "
+                  f"measured {e['matmul_tflops']:.1f} TFLOP/s); fast is {e['modes']['fast']['ms_per_update'] / e['floor_ms']:.1f}× "
+                  "the floor"]
+        for c in e.get("concurrent", []):
+            lines.append(f"- {c['processes']} seeds at once (processes): {c['ms_per_update_mean']:.1f} ms per update "
+                         f"each, {c['updates_per_second_all']:.1f} updates/s in all")
+        d = e["decoding"]
+        lines += [f"- greedy decoding (`generate_texts`, batch {d['batch_size']}): {d['sentences']} test sentences in "
+                  f"{d['seconds']:.2f} s ({d['sentences_per_second']:.0f} sentences/s)", ""]
+    md_path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=("scan-jump", "cogs", "colors"), default="scan-jump")
+    parser.add_argument("--size", choices=tuple(SIZES), default="paper")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--updates", type=int, default=30, help="timed updates per mode")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed updates first (compilation happens there)")
+    parser.add_argument("--seeds-at-once", default="1,8", help="process counts for the concurrent measurement")
+    parser.add_argument("--decode-sentences", type=int, default=None, help="decode the first N test sentences (default: all)")
+    parser.add_argument("--compile-backend", default=None, help="torch.compile backend of the fast mode (default: "
+                        "inductor on CUDA, aot_eager on a CPU)")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "results" / "bench_gpu")
+    parser.add_argument("--render", nargs="*", type=Path, metavar="JSON", default=None,
+                        help="measure nothing: add the entries of these JSON files (e.g. what a device call brought "
+                             "back) to --out.json and rebuild --out.md")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.render is not None:
+        write(args.out, *(entry for path in args.render for entry in json.loads(path.read_text()).values()))
+        return
+    args.compile_backend = args.compile_backend or ("inductor" if device().type == "cuda" else "aot_eager")
+    if device().type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+
+    data = load_task(args.task, args.data_dir)
+    tokenizer = LexicalTokenizer.from_dataset(data["train"])
+    lexicon = lexical_hf.learn_lexicon(data["train"], method="simple")
+    work = batches(tokenizer, data["train"], args.batch_size, args.warmup + args.updates)
+    if args.worker:
+        print(json.dumps(time_updates("fast", tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)))
+        return
+    modes = {mode: time_updates(mode, tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)
+             for mode in ("eager", "static", "fast")}
+    for mode, m in modes.items():
+        print(f"{mode}: {m['ms_per_update']:.1f} ms per update (warm-up {m['warmup_seconds']:.1f} s)", flush=True)
+    concurrency = [int(n) for n in args.seeds_at_once.split(",") if int(n) > 1]
+    config = build(tokenizer, lexicon, args.size, static=True).config
+    rate, flops = matmul_rate(), update_flops(config, work)
+    sources = data["test"]["source"][: args.decode_sentences]
+    entry = {
+        "device": describe_device(), "task": args.task, "size": args.size,
+        "command": "python benchmarks/bench_gpu.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": platform.platform(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+        "revision": lexical_hf.training.provenance.code_revision(),
+        "batch_size": args.batch_size, "compile_backend": args.compile_backend, "modes": modes,
+        "speedup_fast_over_eager": modes["eager"]["ms_per_update"] / modes["fast"]["ms_per_update"],
+        "speedup_static_over_eager": modes["eager"]["ms_per_update"] / modes["static"]["ms_per_update"],
+        "flops_per_update": flops, "matmul_tflops": rate / 1e12, "floor_ms": 1000 * flops / rate,
+        "concurrent": [concurrent(args, n) for n in concurrency],
+        "decoding": decode_rate(tokenizer, lexicon, args.size, sources, 1024 if device().type == "cuda" else 128),
+    }
+    write(args.out, entry)
+    print(json.dumps({k: v for k, v in entry.items() if k != "modes"}, indent=1))
+
+
+if __name__ == "__main__":
+    import lexical_hf.training.provenance  # noqa: F401  (the code revision, for the record)
+
+    main()

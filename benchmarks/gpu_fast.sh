@@ -1,0 +1,60 @@
+#!/bin/bash
+# One device call on the lent GPU: measure the fast training step (benchmarks/bench_gpu.py), then train as many full
+# 8,000-update paper-preset seeds as fit with it, and bring back their row files.
+#
+# Here, once:   make gpu-wheels          # datasets and what it needs that the GPU image lacks, into .whl/
+# There (device tool `run`, carry [".whl"], timeout_s 540):
+#   bash benchmarks/gpu_fast.sh MINUTES SEEDS TASK:ROW [TASK:ROW]
+#   bash benchmarks/gpu_fast.sh 8 0-3 scan-jump:simple scan-around-right:simple
+#
+# MINUTES is the whole call's budget. The bench gets at most 2.5 minutes; each seed's training then gets what is left
+# less 1.5 minutes for decoding and writing (`--max_train_minutes`, so a seed that cannot finish stops in time, is
+# evaluated as it stands and is marked as stopped short). Every row runs `benchmarks/reproduce.py --tier paper` with:
+#   - the fast step: `--torch_compile true --torch_compile_mode reduce-overhead` (static shapes, CUDA graphs; batches
+#     padded to multiples of 16), the fused AdamW (`--optim adamw_torch_fused`), TF32 matrix products;
+#   - batch 512 × 1 instead of 128 × 4 (the same examples per update), evaluation batches of 1,024.
+# All seeds of all rows train at once, one process each. The row files record the command.
+#
+# What comes back under $OUT (at most 8 files; at most two rows): bench_gpu.json (its Markdown is printed, and
+# `python benchmarks/bench_gpu.py --render` rebuilds it here), each row's results file and log, gpu_fast_seeds.json
+# (every seed's metrics and Trainer log history) and gpu_utilization.txt.
+# On a machine without a GPU it runs on the CPU without compilation, which is how it is tested: BENCH_ARGS and EXTRA
+# add bench_gpu.py and run_lexical.py arguments (a tiny model for that test).
+set -uo pipefail
+minutes=${1:?minutes for the whole call}; seeds=${2:?seeds, e.g. 0-3}; shift 2
+[ $# -gt 0 ] && [ $# -le 2 ] || { echo "give one or two TASK:ROW" >&2; exit 2; }
+out=${OUT:-outputs/gpu_fast_out}; mkdir -p "$out"
+start=$(date +%s)
+source benchmarks/gpu_env.sh
+fast_args=()
+if [ ${#gpu_args[@]} -gt 0 ]; then
+    fast_args=(--torch_compile true --torch_compile_mode reduce-overhead --optim adamw_torch_fused)
+fi
+
+timeout 150 python3 benchmarks/bench_gpu.py --out "$out/bench_gpu" ${BENCH_ARGS:-} 2>&1 | tail -n 40
+echo "bench exit status ${PIPESTATUS[0]}"; cat "$out/bench_gpu.md" 2>/dev/null; rm -f "$out/bench_gpu.md"
+
+left=$(python3 -c "print(round(($minutes * 60 - ($(date +%s) - $start)) / 60 - 1.5, 2))")
+python3 -c "import sys; sys.exit(not $left > 0.5)" || { echo "no time left to train ($left min)"; exit 4; }
+echo "training for at most $left minutes per seed"
+count=$(python3 -c "from lexical_hf.results import parse_seeds; print(len(parse_seeds('$seeds')))") || exit 2
+pids=()
+for pair in "$@"; do
+    task=${pair%%:*}; row=${pair#*:}
+    python3 benchmarks/reproduce.py --task "$task" --row "$row" --tier paper --seeds "$seeds" --parallel_seeds "$count" \
+        --per_device_train_batch_size 512 --gradient_accumulation_steps 1 --per_device_eval_batch_size 1024 \
+        --max_train_minutes "$left" --keep_seed_checkpoints true --logging_steps 200 "${gpu_args[@]}" "${fast_args[@]}" ${EXTRA:-} \
+        > "$out/$task-$row.log" 2>&1 &
+    pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+for pair in "$@"; do
+    task=${pair%%:*}; row=${pair#*:}
+    tail -n 4 "$out/$task-$row.log"
+    row_file=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import reproduce; print(reproduce.row_file('$task', '$row', 'paper'))")
+    cp "$row_file" "$out/$task-$row.paper.json" 2>/dev/null || echo "$task $row: no row file"
+done
+python3 benchmarks/collect_seeds.py "$out/gpu_fast_seeds.json" "$@"
+echo "exit status $status"
+exit $status

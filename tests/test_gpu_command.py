@@ -1,0 +1,32 @@
+"""The prepared device call (`benchmarks/gpu_fast.sh`), dry-run on the CPU with a tiny config: it benches, trains a
+paper-tier row and leaves at most 8 files under $OUT, the row file among them."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_gpu_command_runs_end_to_end_on_a_cpu(tmp_path):
+    for folder in ("benchmarks", "examples"):  # a scratch copy: the row file is written beside its benchmarks/
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "OMP_NUM_THREADS": "1",
+           "BENCH_ARGS": "--task colors --size tiny --updates 1 --warmup 1 --seeds-at-once 1 --batch-size 8",
+           "EXTRA": "--embedding_size 8 --hidden_size 8 --num_layers 1 --max_steps 2 --max_eval_samples 8"}
+    result = subprocess.run(["bash", "benchmarks/gpu_fast.sh", "4", "0", "scan-jump:simple"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    returned = sorted(path.name for path in out.iterdir())
+    assert returned == ["bench_gpu.json", "gpu_fast_seeds.json", "scan-jump-simple.log", "scan-jump-simple.paper.json"]
+    bench = next(iter(json.loads((out / "bench_gpu.json").read_text()).values()))
+    assert set(bench["modes"]) == {"eager", "static", "fast"} and bench["floor_ms"] > 0
+    row = json.loads((out / "scan-jump-simple.paper.json").read_text())
+    assert row["preset"] == "paper" and row["seeds"] == [0] and "--max_train_minutes" in row["command"]
+    assert row["per_seed"]["0"]["train_seconds"]["updates"] == 2
+    seeds = json.loads((out / "gpu_fast_seeds.json").read_text())
+    assert "log_history" in seeds["scan-jump:simple:seed-0"]
+    assert "training for at most" in result.stdout and "ms per update" in result.stdout
