@@ -12,8 +12,11 @@ install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PYTHON) -m pip install -q -e ".[test]"
 
+# Two test processes (pytest-xdist), one torch thread each (tests/conftest.py): the suite is mostly single-threaded
+# training runs and interpreter start-ups, so on 2 cores it takes about half the time of one process.
+TEST_WORKERS ?= 2
 test: install
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests
+	$(PYTHON) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests
 
 # The paper's Colors model (LSTM + Simple lexicon), 4 seeds, two at a time (one CPU thread each).
 demo: install

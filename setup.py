@@ -43,7 +43,7 @@ setup(
     extras_require={
         "plot": ["matplotlib>=3.7"],
         "mt": ["jieba>=0.42", "sacremoses>=0.1"],
-        "test": ["pytest>=8", "pytest-timeout>=2", "hypothesis>=6", "pyyaml>=6", "matplotlib>=3.7", "jieba>=0.42",
+        "test": ["pytest>=8", "pytest-timeout>=2", "pytest-xdist>=3", "hypothesis>=6", "pyyaml>=6", "matplotlib>=3.7", "jieba>=0.42",
                  "sacremoses>=0.1"],
     },
     entry_points={"console_scripts": ["lexical-hf=lexical_hf.cli:main"]},

@@ -139,6 +139,28 @@ def time_updates(mode: str, tokenizer, lexicon, size: str, work: list[dict], war
     return {"ms_per_update": 1000 * seconds / len(timed), "updates": len(timed), "warmup_seconds": compile_seconds}
 
 
+def device_agreement(tokenizer, lexicon, work: list[dict]) -> dict | None:
+    """On CUDA: the largest difference between the CPU's loss and gradients and the device's, eager (the fused LSTM
+    cell) and static, for the paper-size model on one batch in float32 without TF32. None on a CPU."""
+    if device().type != "cuda":
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    batch = {key: value[:64] for key, value in work[0].items()}
+    reference = None
+    differences = {}
+    for name, where, static in (("cpu", "cpu", False), ("cuda_eager", "cuda", False), ("cuda_static", "cuda", True)):
+        model = build(tokenizer, lexicon, "paper", static=static).to(where).eval()  # eval: no dropout draws
+        loss = model(**{key: value.to(where) for key, value in batch.items()}).loss
+        loss.backward()
+        values = [loss.detach().cpu()] + [p.grad.detach().cpu() for p in model.parameters() if p.grad is not None]
+        if reference is None:
+            reference = values
+        else:
+            differences[name] = max(float((a - b).abs().max()) for a, b in zip(values, reference))
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    return differences
+
+
 def matmul_rate() -> float:
     """FLOP/s of a large float32 matmul (TF32 on CUDA), measured now."""
     size, repeats = (8192, 20) if device().type == "cuda" else (1024, 10)
@@ -224,6 +246,9 @@ def write(out: Path, *new_entries: dict) -> None:
         for c in e.get("concurrent", []):
             lines.append(f"- {c['processes']} seeds at once (processes): {c['ms_per_update_mean']:.1f} ms per update "
                          f"each, {c['updates_per_second_all']:.1f} updates/s in all")
+        if e.get("largest_difference_from_cpu"):
+            lines.append("- largest difference of the device's loss and gradients from the CPU's (float32, one batch): "
+                         + ", ".join(f"{k} {v:.1e}" for k, v in e["largest_difference_from_cpu"].items()))
         d = e["decoding"]
         lines += [f"- greedy decoding (`generate_texts`, batch {d['batch_size']}): {d['sentences']} test sentences in "
                   f"{d['seconds']:.2f} s ({d['sentences_per_second']:.0f} sentences/s)", ""]
@@ -262,6 +287,9 @@ def main(argv=None) -> None:
     if args.worker:
         print(json.dumps(time_updates("fast", tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)))
         return
+    agreement = device_agreement(tokenizer, lexicon, work)
+    if agreement is not None:
+        print(f"largest difference from the CPU (loss and gradients, float32): {agreement}", flush=True)
     modes = {mode: time_updates(mode, tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)
              for mode in ("eager", "static", "fast")}
     for mode, m in modes.items():
@@ -276,6 +304,7 @@ def main(argv=None) -> None:
         "machine": platform.platform(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
         "revision": lexical_hf.training.provenance.code_revision(),
         "batch_size": args.batch_size, "compile_backend": args.compile_backend, "modes": modes,
+        "largest_difference_from_cpu": agreement,
         "speedup_fast_over_eager": modes["eager"]["ms_per_update"] / modes["fast"]["ms_per_update"],
         "speedup_static_over_eager": modes["eager"]["ms_per_update"] / modes["static"]["ms_per_update"],
         "flops_per_update": flops, "matmul_tflops": rate / 1e12, "floor_ms": 1000 * flops / rate,

@@ -272,7 +272,8 @@ def publish_row(args) -> int:
     argv = recorded_flags(recorded_command)
     output_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
     for flag, value in (("--seeds", seed), ("--parallel_seeds", None), ("--resume_from_checkpoint", None),
-                        ("--output_dir", str(output_dir)), ("--data_dir", args.data_dir)):
+                        ("--output_dir", str(output_dir)), ("--data_dir", args.data_dir),
+                        ("--overwrite_output_dir", "true")):  # the folder is rebuilt from the row, by design
         argv = with_flag(argv, flag, value)
     command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *argv, *args.extra]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
@@ -487,9 +488,26 @@ def summarize() -> str:
             if figure:
                 lines += [f"![per-seed {metric} on {task}]({figure.relative_to(RESULTS)})", ""]
                 figures.append(figure)
+    lines += transduction_section()
     text = "\n".join(lines) + "\n"
     (RESULTS / "README.md").write_text(text)
     return text
+
+
+def transduction_section() -> list[str]:
+    """The Grefenstette et al. (2015) rows (the paper's Table 3 layout), copied from the marked block of
+    results/neural_memory.md, which holds their commands, seeds and per-seed numbers."""
+    path = RESULTS / "neural_memory.md"
+    text = path.read_text() if path.exists() else ""
+    start, end = text.find(TABLE_3_START), text.find(TABLE_3_END)
+    if start < 0 or end < 0:
+        return []
+    block = text[start + len(TABLE_3_START):end].strip("\n")
+    return ["## Transduction with unbounded memory (Grefenstette et al. 2015)", "",
+            "Rows, commands, seeds and per-seed numbers: [`neural_memory.md`](neural_memory.md).", "", block, ""]
+
+
+TABLE_3_START, TABLE_3_END = "<!-- table 3: start -->", "<!-- table 3: end -->"
 
 
 def table_order(path):

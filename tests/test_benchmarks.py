@@ -75,7 +75,7 @@ def sizes(dataset_dict: datasets.DatasetDict) -> dict[str, int]:
 
 def test_list_benchmarks_names_every_config():
     catalogue = list_benchmarks()
-    assert set(catalogue) == {"colors", "scan", "cogs", "eng_cmn"}
+    assert set(catalogue) == {"colors", "scan", "cogs", "eng_cmn", "transduction"}
     assert catalogue["colors"]["configs"] == ["default"]
     assert {"simple", "addprim_jump", "addprim_turn_left", "template_around_right", "length"} <= set(
         catalogue["scan"]["configs"]

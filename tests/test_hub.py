@@ -34,7 +34,7 @@ TRAIN_ARGS = ["--benchmark", "colors", "--lexicon", "simple", "--seeds", "0", "-
 # what run_lexical.py writes into the repo folder; seeds/ and runs/ stay local
 EXPECTED_FILES = {"config.json", "model.safetensors", "generation_config.json", "source_tokenizer.json",
                   "target_tokenizer.json", "tokenizer_config.json", "lexicon.json", "results.json", "results.md",
-                  "README.md"}
+                  "README.md", "weights_sha256.json"}
 REAL_HUB_TOKEN = os.environ.get("LEXICAL_HF_REAL_HUB_TOKEN")
 
 

@@ -110,9 +110,9 @@ def test_python_run_writes_a_hub_ready_folder_that_reproduces_its_metrics(tmp_pa
     assert cli.main(["evaluate", str(tmp_path)]) == 2
 
 
-def test_evaluate_scores_the_examples_a_truncated_run_scored(tmp_path):
+def test_evaluate_scores_the_examples_a_truncated_run_scored(tmp_path, capsys):
     """--max_eval_samples N scores the first N test examples; `lexical-hf evaluate` must score the same N."""
-    run([sys.executable], tmp_path, ["--max_steps", "5", "--max_eval_samples", "4"])
+    train_in_process(tmp_path, ["--max_steps", "5", "--max_eval_samples", "4"], capsys)
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["per_seed"]["0"]["test"]["num_examples"] == 4
     from lexical_hf import cli
@@ -120,10 +120,9 @@ def test_evaluate_scores_the_examples_a_truncated_run_scored(tmp_path):
     assert cli.main(["evaluate", str(tmp_path)]) == 0
 
 
-def test_paper_code_source_and_lexicon_options_travel_with_the_published_folder(tmp_path):
-    run([sys.executable], tmp_path, ["--seeds", "0", "--source_bos", "true",
-                                     "--lexicon_fallback", "mutual_exclusivity_or_abstain",
-                                     "--loss_normalization", "sequences"])
+def test_paper_code_source_and_lexicon_options_travel_with_the_published_folder(tmp_path, capsys):
+    train_in_process(tmp_path, ["--seeds", "0", "--source_bos", "true", "--lexicon_fallback",
+                                "mutual_exclusivity_or_abstain", "--loss_normalization", "sequences"], capsys)
     results = check_output_folder(tmp_path, [0])
     assert results["source_bos"] is True and results["lexicon_fallback"] == "mutual_exclusivity_or_abstain"
     assert json.loads((tmp_path / "config.json").read_text())["loss_normalization"] == "sequences"
@@ -144,8 +143,8 @@ def test_paper_code_source_and_lexicon_options_travel_with_the_published_folder(
     assert evaluation.exact_match(predictions, test["target"]) == results["per_seed"]["0"]["test"]["exact_match"]
 
 
-def test_same_seeds_give_the_same_metrics_sequentially_and_in_parallel_processes(tmp_path):
-    run([sys.executable], tmp_path / "a", ["--seeds", "3-4"])
+def test_same_seeds_give_the_same_metrics_sequentially_and_in_parallel_processes(tmp_path, capsys):
+    train_in_process(tmp_path / "a", ["--seeds", "3-4"], capsys)  # one process, seed after seed
     run([sys.executable], tmp_path / "b", ["--seeds", "3-4", "--parallel_seeds", "2"])
     a = json.loads((tmp_path / "a" / "results.json").read_text())
     b = json.loads((tmp_path / "b" / "results.json").read_text())
@@ -218,14 +217,14 @@ def test_length_grouped_batches_depend_on_the_seed_and_epoch_only():
     assert order(0, 1, 0) != order(1, 0, 0)  # seed 0's second epoch is not seed 1's first
 
 
-def test_seeds_trained_in_separate_runs_publish_the_first_seeds_weights(tmp_path):
+def test_seeds_trained_in_separate_runs_publish_the_first_seeds_weights(tmp_path, capsys):
     """Seeds trained one run at a time into one folder, then aggregated with --resume_from_checkpoint: the folder's
     weights are the first seed's, whichever run finished last."""
     from safetensors.torch import load_file
 
-    run([sys.executable], tmp_path, ["--seeds", "0"])
-    run([sys.executable], tmp_path, ["--seeds", "1"])  # publishes seed 1 at the top level for now
-    run([sys.executable], tmp_path, ["--seeds", "0-1", "--resume_from_checkpoint", "true"])
+    train_in_process(tmp_path, ["--seeds", "0"], capsys)
+    train_in_process(tmp_path, ["--seeds", "1"], capsys)  # publishes seed 1 at the top level for now
+    train_in_process(tmp_path, ["--seeds", "0-1", "--resume_from_checkpoint", "true"], capsys)
     check_output_folder(tmp_path, [0, 1])
     published = load_file(tmp_path / "model.safetensors")
     for seed, same in ((0, True), (1, False)):
@@ -234,14 +233,13 @@ def test_seeds_trained_in_separate_runs_publish_the_first_seeds_weights(tmp_path
 
     # a seed whose weights are gone (a folder from before weights were copied) is an error, not a mismatched folder
     (tmp_path / "seeds" / "seed-1" / "final" / "model.safetensors").unlink()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
-    failed = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--output_dir", str(tmp_path), "--seeds", "1,0",
-                             "--resume_from_checkpoint", "true"], capture_output=True, text=True, env=env, cwd=REPO)
-    assert failed.returncode != 0 and "seed 1's final weights are not in" in failed.stderr
+    status, said = main_in_process([*TINY, "--output_dir", str(tmp_path), "--seeds", "1,0", "--resume_from_checkpoint",
+                                    "true"], capsys)
+    assert status != 0 and "seed 1's final weights are not in" in said, said[-2000:]
     assert json.loads((tmp_path / "results.json").read_text())["seeds"] == [0, 1]  # the folder was left as it was
 
 
-def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_path):
+def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_path, capsys):
     import lexical_hf
     from lexical_hf.lexicon import Lexicon
 
@@ -251,11 +249,7 @@ def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_pa
     assert own.method == "pmi" and own.fallback == "mutual_exclusivity"
     own.save_pretrained(tmp_path / "own-lexicon")
     tiny = [a for a in TINY if a not in ("--lexicon", "simple")]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, str(SCRIPT), *tiny, "--output_dir", str(tmp_path / "run"), "--seeds", "0",
-                             "--lexicon_path", str(tmp_path / "own-lexicon")], capture_output=True, text=True, env=env,
-                            cwd=REPO, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    train_in_process(tmp_path / "run", ["--seeds", "0", "--lexicon_path", str(tmp_path / "own-lexicon")], capsys, tiny)
     results = check_output_folder(tmp_path / "run", [0])
     # the saved lexicon stays what it is: its learner's name, its temperature and its fallback (the Colors preset's
     # abstaining fallback and the default temperature 0 used to replace them silently)
@@ -266,10 +260,9 @@ def test_a_saved_lexicon_replaces_the_learner_and_travels_with_the_folder(tmp_pa
     assert published.temperature == 0.5 and published.fallback == "mutual_exclusivity"
     assert "lexicon-pmi" in (tmp_path / "run" / "README.md").read_text()
     # --lexicon naming another learner than the saved one is an error, not a mislabelled card
-    result = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--output_dir", str(tmp_path / "mislabelled"),
-                             "--lexicon_path", str(tmp_path / "own-lexicon")], capture_output=True, text=True, env=env,
-                            cwd=REPO, timeout=600)
-    assert result.returncode != 0 and "was made by 'pmi'" in result.stderr, result.stderr[-2000:]
+    status, said = main_in_process([*TINY, "--output_dir", str(tmp_path / "mislabelled"), "--lexicon_path",
+                                    str(tmp_path / "own-lexicon")], capsys)
+    assert status != 0 and "was made by 'pmi'" in said, said[-2000:]
 
 
 def test_the_row_records_the_ties_its_lexicon_breaks_otherwise_than_by_string():
@@ -285,12 +278,42 @@ def test_the_row_records_the_ties_its_lexicon_breaks_otherwise_than_by_string():
     assert tie_break_summary(None) is None
 
 
-def test_bad_arguments_fail_clearly(tmp_path):
+def main_in_process(argv: list[str], capsys, caplog=None) -> tuple[int, str]:
+    """`lexical_hf.training.main(argv)` in this process (no interpreter start-up): its exit status and what it said
+    on stderr and in its log (with `caplog`), with the message of an exception it raised."""
+    import logging
+
+    from lexical_hf.training import main
+
+    if caplog is not None:
+        caplog.clear()
+        caplog.set_level(logging.INFO)
+    status, error_text = 0, ""
+    try:
+        main(argv)
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else 1
+    except Exception as error:  # noqa: BLE001 - what the user would read in the traceback
+        status, error_text = 1, f"{type(error).__name__}: {error}"
+    said = capsys.readouterr().err + (caplog.text if caplog is not None else "") + error_text
+    return status, said
+
+
+def train_in_process(output_dir: Path, extra, capsys, base=TINY) -> str:
+    """A tiny run (`base` + `extra`) by `main` in this process; asserts that it succeeded and returns what it said."""
+    status, said = main_in_process([*base, "--output_dir", str(output_dir), *extra], capsys)
+    assert status == 0, said[-4000:]
+    return said
+
+
+def test_bad_arguments_fail_clearly(tmp_path, capsys):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, str(SCRIPT), "--lexicon", "magic", "--output_dir", str(tmp_path)],
+    # as a user runs it, once: the script in a fresh interpreter (offline: --push_to_hub is refused before training)
+    result = subprocess.run([sys.executable, str(SCRIPT), "--push_to_hub", "true", "--output_dir", str(tmp_path)],
                             capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert result.returncode != 0 and "--lexicon must be one of" in result.stderr
-    for extra, message in ((["--lexicon_fallback", "uniform"], "--lexicon_fallback must be"),
+    assert result.returncode != 0 and "--push_to_hub with HF_HUB_OFFLINE=1" in result.stderr, result.stderr[-2000:]
+    for extra, message in ((["--lexicon", "magic"], "--lexicon must be one of"),
+                           (["--lexicon_fallback", "uniform"], "--lexicon_fallback must be"),
                            (["--lexicon", "uniform", "--lexicon_fallback", "mutual_exclusivity_or_abstain"],
                             "fallback is part of its definition"),
                            (["--label_smoothing_factor", "0.1"], "--label_smoothing_factor is not supported"),
@@ -300,10 +323,10 @@ def test_bad_arguments_fail_clearly(tmp_path):
                            (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark"),
                            (["--model_card_template", str(tmp_path / "missing.md")], "--model_card_template"),
                            (["--max_train_minutes", "0"], "--max_train_minutes must be a positive"),
-                           (["--push_to_hub", "true"], "--push_to_hub with HF_HUB_OFFLINE=1")):  # before training
-        result = subprocess.run([sys.executable, str(SCRIPT), *extra, "--output_dir", str(tmp_path)],
-                                capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-        assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
+                           (["--backbone", "transformer", "--preset", "paper"],
+                            "--preset for --backbone transformer must be one of ['cpu', 'none']")):
+        status, said = main_in_process([*extra, "--output_dir", str(tmp_path)], capsys)
+        assert status != 0 and message in said, (extra, said[-2000:])
 
 
 def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path):
@@ -336,9 +359,9 @@ def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path):
     assert cli.main(["evaluate", str(tmp_path)]) == 2  # no results.json
 
 
-def test_transformer_backbone_uses_its_cpu_preset_and_round_trips(tmp_path):
-    run([sys.executable], tmp_path, ["--seeds", "0", "--backbone", "transformer", "--num_attention_heads", "2",
-                                     "--position_encoding", "relative", "--relative_attention_max_distance", "3"])
+def test_transformer_backbone_uses_its_cpu_preset_and_round_trips(tmp_path, capsys):
+    train_in_process(tmp_path, ["--seeds", "0", "--backbone", "transformer", "--num_attention_heads", "2",
+                                "--position_encoding", "relative", "--relative_attention_max_distance", "3"], capsys)
     results = check_output_folder(tmp_path, [0])
     assert results["preset"] == "cpu"  # the Transformer's default preset (it has no paper recipe)
     config = json.loads((tmp_path / "config.json").read_text())
@@ -350,13 +373,6 @@ def test_transformer_backbone_uses_its_cpu_preset_and_round_trips(tmp_path):
 
     model = AutoModelForSeq2SeqLM.from_pretrained(tmp_path)
     assert type(model.model.encoder).__name__.startswith("Transformer")
-
-
-def test_transformer_backbone_has_no_paper_preset(tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, str(SCRIPT), "--backbone", "transformer", "--preset", "paper",
-                             "--output_dir", str(tmp_path)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert result.returncode != 0 and "--preset for --backbone transformer must be one of ['cpu', 'none']" in result.stderr
 
 
 def test_a_config_entry_of_a_preset_overrides_its_benchmark_entry():
@@ -509,35 +525,35 @@ def test_own_data_without_evaluation_files_trains_and_publishes(tmp_path):
     assert "RED" in tokenizer.target_vocab and "x" not in tokenizer.target_vocab  # the third column is not a target
 
 
-def test_resume_refuses_a_seed_trained_with_other_settings(tmp_path):
+def test_resume_refuses_a_seed_trained_with_other_settings(tmp_path, capsys, caplog):
     """--resume_from_checkpoint used to reuse any finished seed in the folder: seeds of two different runs were
     averaged, and the folder's card and lexicon.json described weights it did not hold."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    tiny = [*TINY, "--max_steps", "3", "--seeds", "0", "--output_dir", str(tmp_path)]
 
     def run_with(*extra):
-        return subprocess.run([sys.executable, str(SCRIPT), *TINY, "--max_steps", "3", "--seeds", "0",
-                               "--output_dir", str(tmp_path), *extra], capture_output=True, text=True, env=env, cwd=REPO,
-                              timeout=600)
+        return main_in_process([*tiny, *extra], capsys, caplog)
 
-    assert run_with().returncode == 0
+    run([sys.executable], tmp_path, ["--max_steps", "3", "--seeds", "0"])  # the first run as a user runs it
     assert json.loads((tmp_path / "seeds" / "seed-0" / "settings.json").read_text())["model"]["hidden_size"] == 16
     for extra, message in ((["--hidden_size", "32"], "model.hidden_size: 16 → 32"),
                            (["--max_eval_samples", "3"], "data.max_eval_samples: None → 3"),
                            (["--learn_lexicon", "true"], "lexicon_use.learn_lexicon: False → True")):
-        other = run_with(*extra, "--resume_from_checkpoint", "true")
-        assert other.returncode != 0 and message in other.stderr, other.stderr[-2000:]
+        status, said = run_with(*extra, "--resume_from_checkpoint", "true")
+        assert status != 0 and message in said, said[-2000:]
     # a settings.json written before some settings were recorded is checked on those it records
     recorded = json.loads((tmp_path / "seeds" / "seed-0" / "settings.json").read_text())
     del recorded["lexicon_use"], recorded["data"]["max_eval_samples"]
     (tmp_path / "seeds" / "seed-0" / "settings.json").write_text(json.dumps(recorded))
-    older = run_with("--max_eval_samples", "3", "--resume_from_checkpoint", "true")
-    assert older.returncode == 0 and "seed 0: already finished" in older.stderr, older.stderr[-2000:]
-    same = run_with("--resume_from_checkpoint", "true")
-    assert same.returncode == 0 and "seed 0: already finished" in same.stderr, same.stderr[-2000:]
-    path = run_with("--resume_from_checkpoint", str(tmp_path / "seeds" / "seed-0"))
-    assert path.returncode != 0 and "takes true or false" in path.stderr
-    fresh = run_with("--resume_from_checkpoint", "false")  # "false" is a string to HfArgumentParser, and it was truthy
-    assert fresh.returncode == 0 and "already finished" not in fresh.stderr
+    status, said = run_with("--max_eval_samples", "3", "--resume_from_checkpoint", "true")
+    assert status == 0 and "seed 0: already finished" in said, said[-2000:]
+    status, said = run_with("--resume_from_checkpoint", "true")
+    assert status == 0 and "seed 0: already finished" in said, said[-2000:]
+    status, said = run_with("--resume_from_checkpoint", str(tmp_path / "seeds" / "seed-0"))
+    assert status != 0 and "takes true or false" in said, said[-2000:]
+    status, said = run_with("--resume_from_checkpoint", "false")  # "false" is a string to HfArgumentParser: was truthy
+    assert status != 0 and "holds an earlier run of seed 0" in said, said[-2000:]
+    status, said = run_with("--resume_from_checkpoint", "false", "--overwrite_output_dir", "true")
+    assert status == 0 and "already finished" not in said, said[-2000:]
 
 
 def test_validation_selection_keeps_the_users_evaluation_interval(tmp_path):
@@ -632,12 +648,13 @@ def test_cli_arguments_are_checked_before_any_work(tmp_path, capsys, monkeypatch
     assert "outputs/no-such-folder: no such local folder, and as a Hub repo id" in capsys.readouterr().err
 
 
-def test_a_run_without_a_lexicon_leaves_no_earlier_lexicon_in_the_folder(tmp_path):
+def test_a_run_without_a_lexicon_leaves_no_earlier_lexicon_in_the_folder(tmp_path, capsys):
     """A folder reused by a run with --lexicon none kept the earlier run's lexicon.json, which push_to_hub uploaded
     and Lexicon.from_pretrained read as this model's."""
-    run([sys.executable], tmp_path, ["--seeds", "0", "--max_steps", "3"])
+    train_in_process(tmp_path, ["--seeds", "0", "--max_steps", "3"], capsys)
     assert (tmp_path / "lexicon.json").is_file()
-    run([sys.executable], tmp_path, ["--seeds", "0", "--max_steps", "3", "--lexicon", "none", "--overwrite_output_dir", "true"])
+    train_in_process(tmp_path, ["--seeds", "0", "--max_steps", "3", "--lexicon", "none", "--overwrite_output_dir", "true"],
+                     capsys)
     assert json.loads((tmp_path / "results.json").read_text())["lexicon"] == "none"
     assert not (tmp_path / "lexicon.json").exists()
     assert not list(tmp_path.glob(".*.partial"))  # the atomic writes leave nothing behind

@@ -329,7 +329,7 @@ def test_seq2seq_trainer_reaches_full_exact_match_on_a_toy_task(toy_tokenizer, t
         return {"exact_match": float(np.mean([p == r for p, r in zip(predictions, references)]))}
 
     args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=8, per_device_eval_batch_size=40, max_steps=250,
+        output_dir=str(tmp_path), per_device_train_batch_size=8, per_device_eval_batch_size=40, max_steps=150,
         learning_rate=1e-2, lr_scheduler_type="constant", predict_with_generate=True, generation_max_length=8,
         generation_num_beams=1, report_to="none", save_strategy="no", logging_strategy="no", seed=0,
         use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,

@@ -11,7 +11,7 @@ Two ways to run a recurrence over a right-padded batch:
   that the loss never reads. The features at real positions equal the eager path's up to float rounding.
 
 `lstm_cell` is the pointwise part of an LSTM step. On CUDA outside a compiled region it is the fused kernel
-(`torch._thnn_fused_lstm_cell`: one launch instead of about ten); elsewhere it is written out, and `torch.compile`
+(`aten._thnn_fused_lstm_cell`: one launch instead of about ten); elsewhere it is written out, and `torch.compile`
 fuses it.
 """
 
@@ -87,7 +87,7 @@ def lstm_cell(gates: torch.Tensor, cell: torch.Tensor, extra_gates: torch.Tensor
     """
     if gates.is_cuda and not torch.compiler.is_compiling():
         extra_gates = torch.zeros_like(gates) if extra_gates is None else extra_gates.contiguous()
-        hidden, cell, _ = torch._thnn_fused_lstm_cell(gates.contiguous(), extra_gates, cell.contiguous())
+        hidden, cell, _ = torch.ops.aten._thnn_fused_lstm_cell(gates.contiguous(), extra_gates, cell.contiguous())
         return hidden, cell
     if extra_gates is not None:
         gates = gates + extra_gates
