@@ -43,7 +43,7 @@ test-gpu-image-stack: install
 	$(PYTHON) -m venv --system-site-packages /tmp/lexical_hf-gpu-image-stack
 	/tmp/lexical_hf-gpu-image-stack/bin/pip install -q --no-deps transformers==5.17.0
 	/tmp/lexical_hf-gpu-image-stack/bin/pip install -q "huggingface_hub>=1.5,<2" httpx
-	/tmp/lexical_hf-gpu-image-stack/bin/python -m pytest -q -p no:cacheprovider tests
+	/tmp/lexical_hf-gpu-image-stack/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests
 
 GPU_WHEEL_DOWNLOAD = $(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 	--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
