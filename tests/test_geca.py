@@ -391,3 +391,18 @@ def test_mix_augmented_draws_each_position_with_probability_aug_ratio():
         mix_augmented(original, augmented, 1.0)
     with pytest.warns(UserWarning, match="empty"):
         assert len(mix_augmented(original, augmented.select([]), 0.3)) == 2000
+
+
+def test_mix_augmented_repeats_the_original_until_every_augmented_pair_has_a_place():
+    """14 originals and 73 augmented pairs (Colors): one pass would hold about 6 augmented examples, and training
+    would never see the other 67; the passes repeat, in order, at the same ratio, until all have a place."""
+    original = datasets.Dataset.from_dict({"source": [f"o{i}" for i in range(14)], "target": ["X"] * 14})
+    augmented = datasets.Dataset.from_dict({"source": [f"a{i}" for i in range(73)], "target": ["Y"] * 73})
+    mixed = mix_augmented(original, augmented, aug_ratio=0.3, seed=0, mark_column="augmented")[:]
+    flags, sources = np.array(mixed["augmented"]), np.array(mixed["source"])
+    assert set(sources[flags]) == set(augmented[:]["source"])
+    passes = len(sources[~flags]) // 14
+    assert passes > 1 and sources[~flags].tolist() == original[:]["source"] * passes
+    assert abs(flags.mean() - 0.3) < 0.1
+    big = datasets.Dataset.from_dict({"source": [f"o{i}" for i in range(2000)], "target": ["X"] * 2000})
+    assert (~np.array(mix_augmented(big, augmented, 0.3, mark_column="augmented")["augmented"])).sum() == 2000

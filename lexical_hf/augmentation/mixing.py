@@ -18,9 +18,12 @@ def mix_augmented(
 ) -> datasets.Dataset:
     """Training data with augmented pairs mixed in.
 
-    With ``aug_ratio`` r (GECA's protocol, r = 0.3): one pass over ``original`` in its order, where each position is
+    With ``aug_ratio`` r (GECA's protocol, r = 0.3): a pass over ``original`` in its order, where each position is
     drawn from the augmented set with probability r and otherwise takes the next original example — so about
-    ``len(original) * r / (1 - r)`` augmented examples, cycled through seeded shuffles of ``augmented``. With
+    ``len(original) * r / (1 - r)`` augmented examples, cycled through seeded shuffles of ``augmented``. Where one
+    pass has fewer augmented positions than there are augmented pairs (a tiny training set such as Colors), the passes
+    repeat until every augmented pair has a place: the reference draws from its augmented iterator for the whole of
+    training, so it sees them all, at the same ratio. With
     ``aug_ratio=None``: plain concatenation, ``original`` then ``augmented``. The result shares the original's Arrow
     table (an indices mapping); a trainer's own shuffling still applies.
 
@@ -70,21 +73,29 @@ def _marked(dataset: datasets.Dataset, column: str | None, value: bool) -> datas
 
 
 def _mixed_indices(n_original: int, n_augmented: int, ratio: float, seed: int) -> np.ndarray:
-    """int64: rows of ``concatenate([original, augmented])`` for one pass over the original (see mix_augmented)."""
+    """int64: rows of ``concatenate([original, augmented])`` for the passes over the original (see mix_augmented)."""
     rng = np.random.default_rng(seed)
+    passes: list[np.ndarray] = []
+    while not passes or sum(int(p.sum()) for p in passes) < n_augmented:  # until every augmented pair has a place
+        passes.append(_one_pass(rng, n_original, ratio))
+    flags = np.concatenate(passes)
+    n_aug = int(flags.sum())
+    cycles = -(-n_aug // n_augmented)
+    order = np.concatenate([rng.permutation(n_augmented) for _ in range(cycles)] + [np.zeros(0, dtype=np.int64)])
+    indices = np.empty(len(flags), dtype=np.int64)
+    indices[~flags] = np.tile(np.arange(n_original), len(passes))
+    indices[flags] = n_original + order[:n_aug]
+    return indices
+
+
+def _one_pass(rng: np.random.Generator, n_original: int, ratio: float) -> np.ndarray:
+    """bool: Bernoulli(ratio) positions (True: augmented) until every original example has one."""
     is_augmented: list[np.ndarray] = []
     originals = 0
-    while originals < n_original:  # Bernoulli(ratio) positions until every original example has a place
+    while originals < n_original:
         draws = rng.random(max(16, int((n_original - originals) / (1 - ratio) * 1.1))) < ratio
         cut = np.flatnonzero(np.cumsum(~draws) == n_original - originals)
         draws = draws[: cut[0] + 1] if len(cut) else draws
         originals += int((~draws).sum())
         is_augmented.append(draws)
-    flags = np.concatenate(is_augmented)
-    n_aug = int(flags.sum())
-    cycles = -(-n_aug // n_augmented)
-    order = np.concatenate([rng.permutation(n_augmented) for _ in range(cycles)] + [np.zeros(0, dtype=np.int64)])
-    indices = np.empty(len(flags), dtype=np.int64)
-    indices[~flags] = np.arange(n_original)
-    indices[flags] = n_original + order[:n_aug]
-    return indices
+    return np.concatenate(is_augmented)
