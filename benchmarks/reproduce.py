@@ -97,6 +97,10 @@ CODE_DETAILS_NOTE = ("keeps the paper's equations where `paper` uses the paper c
 ANALYSIS = {"colors": "colors_fidelity_experiments.md", "scan-jump": "scan_cpu_tier_analysis.md",
             "scan-around-right": "scan_cpu_tier_analysis.md", "cogs": "cogs_mt_cpu_tier.md",
             "eng-cmn": "cogs_mt_cpu_tier.md"}
+# Rows whose recipe or protocol has its own document (linked under a task's table that has one of them).
+ROW_DOCUMENTS = [({"geca", "geca-simple"}, "geca_rows.md",
+                  "GECA rows (composition per seed, mixing ratio 0.3, the recipe each used and why)"),
+                 ({"syntatt", "syntatt-simple"}, "syntactic_attention.md", "Syntactic Attention rows and presets")]
 TASK_TITLES = {"colors": "Colors (test)", "scan-jump": "SCAN addprim_jump (test)",
                "scan-around-right": "SCAN template_around_right (test)", "cogs": "COGS",
                "eng-cmn": "English–Chinese (test, BLEU)"}
@@ -483,6 +487,9 @@ def summarize() -> str:
         lines += [note + "\n" for note in stopped_notes]
         if task in ANALYSIS and (RESULTS / ANALYSIS[task]).exists():
             lines += [f"Where and why this differs from the paper: [`{ANALYSIS[task]}`]({ANALYSIS[task]}).", ""]
+        for rows, document, what in ROW_DOCUMENTS:
+            if done & rows and (RESULTS / document).exists():
+                lines += [f"{what}: [`{document}`]({document}).", ""]
         if strips:
             figure = draw_strips(task, strips, metric)
             if figure:
