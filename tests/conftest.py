@@ -56,6 +56,37 @@ def small_model(tokenizer, seed=0, **overrides):
     return model.eval()
 
 
+def train_on_toy_task(model, tokenizer, pairs, output_dir, *, max_steps, learning_rate, eval_batch_size=40):
+    """Exact match of greedy decoding on the toy pairs before and after training `model` on them with a real
+    `Seq2SeqTrainer` (batch 8, constant learning rate, no checkpoints): (before, after)."""
+    import numpy as np
+    from datasets import Dataset
+    from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    sources, targets = map(list, zip(*pairs))
+    data = Dataset.from_dict({"source": sources, "target": targets})
+    data = data.map(lambda b: tokenizer(b["source"], text_target=b["target"]), batched=True,
+                    remove_columns=["source", "target"])
+
+    def exact_match(prediction):
+        decode = lambda ids: tokenizer.batch_decode(np.where(ids < 0, 0, ids), skip_special_tokens=True)  # noqa: E731
+        return {"exact_match": float(np.mean([p == r for p, r in zip(decode(prediction.predictions),
+                                                                     decode(prediction.label_ids))]))}
+
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(output_dir), per_device_train_batch_size=8, per_device_eval_batch_size=eval_batch_size,
+        max_steps=max_steps, learning_rate=learning_rate, lr_scheduler_type="constant", predict_with_generate=True,
+        generation_max_length=8, generation_num_beams=1, report_to="none", save_strategy="no", logging_strategy="no",
+        seed=0, use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+    )
+    trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=data, eval_dataset=data,
+                             data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+                             compute_metrics=exact_match)
+    before = trainer.evaluate()["eval_exact_match"]
+    trainer.train()
+    return before, trainer.evaluate()["eval_exact_match"]
+
+
 def random_lexicon(source_size, target_size, non_generatable=(0, 1), seed=0):
     generator = torch.Generator().manual_seed(seed)
     matrix = torch.rand(source_size, target_size, generator=generator)

@@ -4,19 +4,17 @@ greedy decoding), cached generation, save/load, config errors, and training with
 
 import json
 
-import numpy as np
 import pytest
 import torch
-from datasets import Dataset
 from huggingface_hub.errors import StrictDataclassClassValidationError
 from torch import nn
 from torch.nn import functional as F
-from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+from transformers import AutoModelForSeq2SeqLM
 
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration
 from lexical_hf.backbones.syntactic_attention import SyntacticAttentionCache
 from lexical_hf.modeling_lexical import CACHE_NAME
-from conftest import encode_batch, random_lexicon, small_config, small_model
+from conftest import encode_batch, random_lexicon, small_config, small_model, train_on_toy_task
 
 SYNTATT = dict(backbone="syntactic_attention", embedding_size=10, hidden_size=8)  # annotations and decoder: 16 wide
 CONFIGS = {
@@ -317,29 +315,9 @@ def test_syntactic_attention_options_on_other_backbones_are_an_error(backbone, o
 # ---------------------------------------------------------------------------------------------------- training
 def test_seq2seq_trainer_reaches_full_exact_match_on_a_toy_task(toy_tokenizer, toy_data, tmp_path):
     tok = toy_tokenizer
-    sources, targets = map(list, zip(*toy_data))
-    data = Dataset.from_dict({"source": sources, "target": targets})
-    data = data.map(lambda b: tok(b["source"], text_target=b["target"]), batched=True, remove_columns=["source", "target"])
     model = small_model(tok, **{**SYNTATT, "embedding_size": 16, "hidden_size": 16, "num_layers": 1})
     model.set_lexicon(model.lexical_head.uniform_lexicon())  # no lexical prior: the model must learn it all
-
-    def exact_match(prediction):
-        predictions = tok.batch_decode(np.where(prediction.predictions < 0, 0, prediction.predictions), skip_special_tokens=True)
-        references = tok.batch_decode(np.where(prediction.label_ids < 0, 0, prediction.label_ids), skip_special_tokens=True)
-        return {"exact_match": float(np.mean([p == r for p, r in zip(predictions, references)]))}
-
-    args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=8, per_device_eval_batch_size=40, max_steps=150,
-        learning_rate=1e-2, lr_scheduler_type="constant", predict_with_generate=True, generation_max_length=8,
-        generation_num_beams=1, report_to="none", save_strategy="no", logging_strategy="no", seed=0,
-        use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
-    )
-    trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=data, eval_dataset=data,
-                             data_collator=DataCollatorForSeq2Seq(tok, model=model), processing_class=tok,
-                             compute_metrics=exact_match)
-    before = trainer.evaluate()["eval_exact_match"]
-    trainer.train()
-    after = trainer.evaluate()["eval_exact_match"]
+    before, after = train_on_toy_task(model, tok, toy_data, tmp_path, max_steps=150, learning_rate=1e-2)
     assert before < 0.2
     assert after == 1.0, f"exact match after training: {after}"
 

@@ -1,18 +1,16 @@
 """The Transformer backbone: the core model's head invariants and generation checks, over both backbones, plus the
 Transformer's own cache (a broken cache must be caught), save/load and a Seq2SeqTrainer run."""
 
-import numpy as np
 import pytest
 import torch
-from datasets import Dataset
 from huggingface_hub.errors import StrictDataclassClassValidationError
-from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+from transformers import AutoModelForSeq2SeqLM
 
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration
 from lexical_hf.backbones.lstm import LSTMDecoderCache
 from lexical_hf.backbones.transformer import TransformerDecoderCache
 from lexical_hf.modeling_lexical import CACHE_NAME
-from conftest import encode_batch, random_lexicon, small_model
+from conftest import encode_batch, random_lexicon, small_model, train_on_toy_task
 from test_model import peaky, sequence_log_probs
 
 TRANSFORMER = dict(backbone="transformer", num_attention_heads=4)  # small_config: embedding 16 → d_model 24, 2 layers
@@ -358,28 +356,8 @@ def test_relative_attention_is_shaw_et_al_with_clipping(toy_tokenizer):
 @pytest.mark.parametrize("name", TRANSFORMERS[:2])
 def test_seq2seq_trainer_reaches_full_exact_match_on_a_toy_task(toy_tokenizer, toy_data, tmp_path, name):
     tok = toy_tokenizer
-    sources, targets = map(list, zip(*toy_data))
-    data = Dataset.from_dict({"source": sources, "target": targets})
-    data = data.map(lambda b: tok(b["source"], text_target=b["target"]), batched=True, remove_columns=["source", "target"])
     model = small_model(tok, **{**CONFIGS[name], "embedding_size": 32, "hidden_size": 32})
     model.set_lexicon(model.lexical_head.uniform_lexicon())  # no lexical prior: the model must learn it all
-
-    def exact_match(prediction):
-        predictions = tok.batch_decode(np.where(prediction.predictions < 0, 0, prediction.predictions), skip_special_tokens=True)
-        references = tok.batch_decode(np.where(prediction.label_ids < 0, 0, prediction.label_ids), skip_special_tokens=True)
-        return {"exact_match": float(np.mean([p == r for p, r in zip(predictions, references)]))}
-
-    args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=8, per_device_eval_batch_size=40, max_steps=300,
-        learning_rate=3e-3, lr_scheduler_type="constant", predict_with_generate=True, generation_max_length=8,
-        generation_num_beams=1, report_to="none", save_strategy="no", logging_strategy="no", seed=0,
-        use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
-    )
-    trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=data, eval_dataset=data,
-                             data_collator=DataCollatorForSeq2Seq(tok, model=model), processing_class=tok,
-                             compute_metrics=exact_match)
-    before = trainer.evaluate()["eval_exact_match"]
-    trainer.train()
-    after = trainer.evaluate()["eval_exact_match"]
+    before, after = train_on_toy_task(model, tok, toy_data, tmp_path, max_steps=300, learning_rate=3e-3)
     assert before < 0.2
     assert after == 1.0, f"exact match after training: {after}"
