@@ -323,10 +323,31 @@ def test_bad_arguments_fail_clearly(tmp_path, capsys):
                            (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark"),
                            (["--model_card_template", str(tmp_path / "missing.md")], "--model_card_template"),
                            (["--max_train_minutes", "0"], "--max_train_minutes must be a positive"),
+                           (["--validation_fraction", "1.5"], "--validation_fraction must be in (0, 1)"),
+                           (["--train_file", str(tmp_path / "pairs.tsv"), "--validation_file", str(tmp_path / "dev.tsv"),
+                             "--validation_fraction", "0.2"], "does not go with --validation_file"),
                            (["--backbone", "transformer", "--preset", "paper"],
                             "--preset for --backbone transformer must be one of ['cpu', 'none']")):
         status, said = main_in_process([*extra, "--output_dir", str(tmp_path)], capsys)
         assert status != 0 and message in said, (extra, said[-2000:])
+
+
+def test_validation_fraction_holds_out_part_of_your_own_train_file(tmp_path):
+    """--validation_fraction with --train_file used to be ignored without a word (no validation split at all)."""
+    from lexical_hf.training.arguments import parse_arguments
+    from lexical_hf.training.pipeline import load_data
+
+    pairs = [(f"w{i} dax", f"W{i} RED") for i in range(20)]
+    (tmp_path / "train.tsv").write_text("".join(f"{source}\t{target}\n" for source, target in pairs))
+    data_args = parse_arguments(["--train_file", str(tmp_path / "train.tsv"), "--validation_fraction", "0.25",
+                                 "--output_dir", str(tmp_path / "out")])[0]
+    data = load_data(data_args)
+    assert (len(data["train"]), len(data["validation"])) == (15, 5)
+    held = list(zip(data["validation"]["source"], data["validation"]["target"]))
+    kept = list(zip(data["train"]["source"], data["train"]["target"]))
+    assert sorted(held + kept) == sorted(pairs) and not set(held) & set(kept)
+    assert kept == [pair for pair in pairs if pair not in held]  # file order kept
+    assert load_data(data_args)["validation"]["source"] == data["validation"]["source"]  # seeded
 
 
 def test_your_own_data_is_not_labelled_or_configured_as_colors(tmp_path):

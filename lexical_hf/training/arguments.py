@@ -32,7 +32,7 @@ class DataArguments:
     train_file: str | None = field(default=None, metadata={"help": "your own training pairs: TSV (source<TAB>target) or JSONL"})
     validation_file: str | None = field(default=None, metadata={"help": "your own validation pairs (TSV/JSONL)"})
     test_file: str | None = field(default=None, metadata={"help": "your own test pairs (TSV/JSONL)"})
-    validation_fraction: float | None = field(default=None, metadata={"help": "hold out this fraction of train as validation (SCAN paper protocol: 0.01)"})
+    validation_fraction: float | None = field(default=None, metadata={"help": "hold out this fraction of train (a benchmark's or --train_file's) as validation, seeded (SCAN paper protocol: 0.01)"})
     source_bos: bool = field(default=False, metadata={"help": "encode sources as <s> x </s> (the paper's code): <s> maps to <unk>, never generated, so attending it writes nothing"})
     max_train_samples: int | None = field(default=None, metadata={"help": "truncate the training set (debugging)"})
     max_eval_samples: int | None = field(default=None, metadata={"help": "truncate every evaluation split (debugging)"})
@@ -198,6 +198,12 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
                                       or lexicon_args.lexicon_tie_break):
         raise ValueError("--lexicon_path replaces the learner: it does not go with --lexicon copy or uniform, "
                          "--lexicon_params or --lexicon_tie_break (a saved lexicon carries its own tie-breaks)")
+    if data_args.validation_fraction is not None:
+        if not 0 < data_args.validation_fraction < 1:
+            raise ValueError(f"--validation_fraction must be in (0, 1), got {data_args.validation_fraction}")
+        if data_args.validation_file:
+            raise ValueError("--validation_fraction holds out part of --train_file as validation: it does not go with "
+                             "--validation_file")
     for name in ("max_train_samples", "max_eval_samples"):
         value = getattr(data_args, name)
         if value is not None and value < 1:

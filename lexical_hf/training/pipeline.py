@@ -23,6 +23,7 @@ import lexical_hf
 
 from ..configuration_lexical import LexicalSeq2SeqConfig
 from ..data import load_benchmark, load_pairs_file
+from ..data._common import carve_validation
 from ..lexicon import Lexicon, apply_lexicon, learn_lexicon
 from ..lexicon.lexicon import replaced_fallback
 from ..lexicon.registry import parse_learner_params
@@ -110,6 +111,9 @@ def load_data(data_args) -> datasets.DatasetDict:
     if data_args.train_file:
         files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
         data = datasets.DatasetDict({split: load_pairs_file(path) for split, path in files.items() if path is not None})
+        if data_args.validation_fraction is not None:  # the same seeded carve-out as the benchmarks'
+            splits = carve_validation({"train": data["train"].to_list()}, data_args.validation_fraction, seed=0)
+            data["train"], data["validation"] = (datasets.Dataset.from_list(splits[name]) for name in ("train", "validation"))
     else:
         splits = data_args.benchmark_splits.split(",") if data_args.benchmark_splits else None
         data = load_benchmark(data_args.benchmark, data_args.benchmark_config, data_dir=data_args.data_dir,
