@@ -332,6 +332,26 @@ def test_bad_arguments_fail_clearly(tmp_path, capsys):
         assert status != 0 and message in said, (extra, said[-2000:])
 
 
+@pytest.mark.parametrize("preset", ["paper", "cpu"])
+def test_colors_with_geca_trains_with_the_recipe_of_the_geca_rows(tmp_path, preset):
+    """With --augment geca, Colors takes the GECA reference's recipe (its `+geca` preset entry): the settings the
+    Colors GECA rows passed as flags. The lexicon model's Colors recipe diverges on GECA's data."""
+    from lexical_hf.training.arguments import parse_arguments
+
+    row = json.loads((REPO / "results" / "colors" / "geca.json").read_text())
+    common = ["--benchmark", "colors", "--preset", preset, "--output_dir", str(tmp_path)]
+    _, _, model, _, training = parse_arguments([*common, "--augment", "geca"])
+    for name in ("learning_rate", "warmup_steps", "max_steps", "per_device_train_batch_size", "max_grad_norm"):
+        assert getattr(training, name) == row["training"][name], name
+    assert str(getattr(training.lr_scheduler_type, "value", training.lr_scheduler_type)) == row["training"]["lr_scheduler_type"]
+    for name in ("embedding_size", "hidden_size", "num_layers", "dropout", "output_dropout", "gate"):
+        assert getattr(model, name) == row["model"][name], name
+    _, _, model, _, training = parse_arguments(common)  # without GECA: the lexicon model's Colors recipe
+    assert (training.per_device_train_batch_size, model.hidden_size) == (5, 512)
+    _, _, _, _, training = parse_arguments([*common, "--augment", "geca", "--max_steps", "7"])  # flags still win
+    assert training.max_steps == 7
+
+
 def test_validation_fraction_holds_out_part_of_your_own_train_file(tmp_path):
     """--validation_fraction with --train_file used to be ignored without a word (no validation split at all)."""
     from lexical_hf.training.arguments import parse_arguments

@@ -2,7 +2,9 @@
 `Seq2SeqTrainingArguments`, presets, and the checks of what the flags say together.
 
 A preset is a named recipe (`presets/<backbone>.json`): a table of flag values per benchmark, with an optional
-``"<benchmark>/<config>"`` entry for one config, and ``"base": "<preset>/<entry>"`` to start from another entry.
+``"<benchmark>/<config>"`` entry for one config, an optional ``"<entry>+<method>"`` entry for training with
+``--augment <method>`` (Colors with GECA trains with the GECA reference's recipe), and ``"base": "<preset>/<entry>"``
+to start from another entry.
 Its values become the parser's defaults, so every flag on the command line overrides them.
 """
 
@@ -135,15 +137,20 @@ def preset_entry(tables: dict, preset: str, key: str) -> dict:
     return {**preset_entry(tables, base_preset, base_key), **entry}
 
 
-def preset_defaults(backbone: str, preset: str | None, benchmark: str | None, config: str | None) -> tuple[str, dict]:
-    """The preset's name (the backbone's default when None) and the flag values it gives for this benchmark/config."""
+def preset_defaults(backbone: str, preset: str | None, benchmark: str | None, config: str | None,
+                    augment: str | None = None) -> tuple[str, dict]:
+    """The preset's name (the backbone's default when None) and the flag values it gives for this benchmark/config
+    (and augmentation method: its ``+<method>`` entry when the preset has one)."""
     tables = load_presets(backbone)
     preset = preset or DEFAULT_PRESET.get(backbone, "cpu" if "cpu" in tables else "none")
     if preset not in tables:
         raise ValueError(f"--preset for --backbone {backbone} must be one of {list(tables)}, got {preset!r}")
     name = canonical_benchmark_name(benchmark) if benchmark else "default"
     table = tables[preset]
-    key = next(k for k in (f"{name}/{config}", name, "default") if k in table)
+    keys = (f"{name}/{config}", name, "default")
+    if augment:
+        keys = tuple(f"{k}+{augment}" for k in keys) + keys
+    key = next(k for k in keys if k in table)
     values = {k: v for k, v in preset_entry(tables, preset, key).items() if v is not None}
     return preset, values
 
@@ -161,7 +168,7 @@ def parse_arguments(argv: list[str], program: str = "lexical-hf train"):
                         dataloader_pin_memory=torch.cuda.is_available())
     first, _ = parser.parse_known_args(argv)
     benchmark = resolve_benchmark(first.benchmark, first.train_file)
-    preset, values = preset_defaults(first.backbone, first.preset, benchmark, first.benchmark_config)
+    preset, values = preset_defaults(first.backbone, first.preset, benchmark, first.benchmark_config, first.augment)
     if first.lexicon == "uniform" or first.lexicon_path:
         values.pop("lexicon_fallback", None)  # the uniform learner's fallback is its definition; a saved lexicon has its own
     parser.set_defaults(preset=preset, **values)
