@@ -45,6 +45,27 @@ def test_summary_puts_ours_beside_the_paper_and_marks_rows_not_run(reproduce, tm
     assert row.endswith("| `abc1234-dirty` |")
 
 
+def test_geca_rows_say_how_they_mixed_and_stand_beside_both_reference_protocols(reproduce, tmp_path):
+    geca = {"method": "geca", "preset": "scan", "params": {}, "mixing": "ratio", "aug_ratio": 0.3}
+    (tmp_path / "scan-jump").mkdir()
+    (tmp_path / "scan-jump" / "geca.json").write_text(json.dumps({**fake_results([1.0, 0.8]), "augmentation": geca}))
+    (tmp_path / "scan-jump" / "simple.json").write_text(json.dumps(fake_results([0.5])))
+    (tmp_path / "cogs").mkdir()
+    concatenated = {**geca, "preset": "cogs", "mixing": "concatenate"}
+    (tmp_path / "cogs" / "geca-simple.json").write_text(json.dumps({**fake_results([0.4]), "augmentation": concatenated}))
+    text = reproduce.summarize()
+    jump = text[text.index("## SCAN addprim_jump"):text.index("## SCAN template_around_right")]
+    assert "| LSTM + GECA | [0.90 ± 0.10](scan-jump/geca.json) | 1.00 ± 0.00 |" in jump  # the lexicon paper's number
+    note = next(line for line in jump.splitlines() if line.startswith("GECA rows (composed"))
+    assert "LSTM + GECA: each training example drawn from the composed pairs with probability 0.3." in note
+    assert "GECA's own paper reports 0.87 ± 0.06" in note and "Lex: Simple:" not in note  # only GECA rows
+    around_right = text[text.index("## SCAN template_around_right"):text.index("## COGS")]
+    assert "GECA rows (composed" not in around_right  # no GECA row there
+    cogs = text[text.index("## COGS"):text.index("## English")]
+    assert "+ Lex: Simple + GECA: the composed pairs added to the training data." in cogs
+    assert "GECA's own paper" not in cogs  # it has no COGS number
+
+
 def test_rows_appear_in_the_papers_order_not_the_file_names_order(reproduce, tmp_path):
     (tmp_path / "colors").mkdir()
     for row in ("bayesian", "ibm2", "lstm", "pmi", "simple"):
