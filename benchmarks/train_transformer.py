@@ -30,7 +30,7 @@ from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGenerat
 from lexical_hf.decoding import generate_texts
 from lexical_hf.lexicon import learn_lexicon
 
-# The Transformer CPU preset (measured on SCAN addprim_jump with OMP_NUM_THREADS=1; see results/transformer_scan_jump.md)
+# The Transformer CPU preset (measured on SCAN addprim_jump with OMP_NUM_THREADS=1; see results/transformer.md)
 CPU_PRESET = dict(embedding_size=64, hidden_size=64, num_layers=3, num_attention_heads=4, ffn_size=256,
                   dropout=0.1, attention_dropout=0.0, norm_first=True, position_encoding="relative",
                   attention_source="cross_attention_mean", batch_size=64, max_steps=4000, learning_rate=2e-3,

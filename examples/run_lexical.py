@@ -5,7 +5,7 @@
     accelerate launch examples/run_lexical.py --benchmark scan --benchmark_config addprim_jump --preset cpu ...
     lexical-hf train --benchmark colors ...              # the same pipeline, from the installed package
 
-Every `Seq2SeqTrainingArguments` flag works as usual; `--help` lists the others, and docs/training.md explains them
+Every `Seq2SeqTrainingArguments` flag works as usual; `--help` lists the others, and docs/guide.md explains them
 (presets, your own data, lexicons, seeds, resume, the wall-clock limit, publishing).
 
 The pipeline lives in the package (`lexical_hf/training/pipeline.py`, readable top to bottom), so that this script,

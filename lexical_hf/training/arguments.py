@@ -99,13 +99,13 @@ OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "feed_dropout", "combine_
 
 @dataclass
 class ExperimentArguments:
-    preset: str | None = field(default=None, metadata={"help": "a recipe that fills every setting not given: paper | cpu | none for the lstm (default: paper), cpu | none for the transformer (default: cpu); see docs/training.md"})
+    preset: str | None = field(default=None, metadata={"help": "a recipe that fills every setting not given: paper | cpu | none for the lstm (default: paper), cpu | none for the transformer (default: cpu); see docs/guide.md"})
     seeds: str = field(default="0", metadata={"help": "e.g. 0-9 or 0,3,7: one training per seed"})
     selection: str = field(default="validation", metadata={"help": "validation: the checkpoint with the best validation exact match | final: the last weights. Without a validation split (Colors) it is always final"})
     keep_seed_checkpoints: bool = field(default=False, metadata={"help": "keep every seed's Trainer checkpoints"})
     overwrite_output_dir: bool = field(default=False, metadata={"help": "train a seed again from scratch when OUTPUT_DIR holds an earlier run of it (its seed folder is removed); without it such a run is refused unless --resume_from_checkpoint true continues it"})
     model_card_template: str | None = field(default=None, metadata={"help": "default: model_cards/lexical_model_card.md (installed as lexical_hf.model_cards)"})
-    group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone (faster, but SCAN jump generalised worse: see docs/training.md)"})
+    group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone (faster, but SCAN jump generalised worse: see docs/ARCHITECTURE.md)"})
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
     max_train_minutes: float | None = field(default=None, metadata={"help": "stop each seed's training after this many minutes of wall-clock time (a lent machine's time limit); the weights reached are evaluated (and saved, as a selection candidate), and metrics.json records the updates done. A seed stopped early is a reduced run: say so"})
     seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
@@ -114,7 +114,7 @@ class ExperimentArguments:
 
 DESCRIPTION = ("Train and evaluate a lexical seq2seq model with Seq2SeqTrainer, one run per seed, and write a Hub-ready "
                "folder. Every Seq2SeqTrainingArguments flag works as usual; a preset fills in every flag you do not "
-               "give (docs/training.md).")
+               "give (docs/guide.md).")
 ARGUMENT_CLASSES = (DataArguments, LexiconArguments, ModelArguments, ExperimentArguments, Seq2SeqTrainingArguments)
 
 

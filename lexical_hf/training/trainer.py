@@ -48,7 +48,7 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
     The stock sampler sorts by `input_ids` length alone (a `length` column would be dropped with the unused columns
     before the sampler sees it). Grouping by the target too cuts the padded positions that the target embedding
     projection and the head compute (the LSTM decoder's step loop already stops at each row's own target), at the
-    price of batches of one target length (docs/training.md says what that did to SCAN jump).
+    price of batches of one target length (docs/ARCHITECTURE.md says what that did to SCAN jump).
     """
 
     def __init__(self, *args, group_by_target_length: bool = False, **kwargs):
