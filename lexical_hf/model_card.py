@@ -7,6 +7,7 @@ from pathlib import Path
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from . import __version__
+from .backbones import BACKBONES
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .results import results_markdown
 
@@ -61,8 +62,9 @@ def build_model_card(results: dict, lexicon=None, template=None, repo_id: str | 
         card_data, template_path=str(_template_path(template)), model_name=name, version=__version__,
         repo_id=repo_id or name, example_source=results.get("example_source", ""),
         num_beams=results["training"].get("generation_num_beams") or 1,
-        data_description=_data_description(benchmark, dataset_name, results.get("benchmark_config")),
-        backbone_description=f"{model['backbone'].upper()} encoder–decoder, {model['num_layers']} layer(s) × "
+        data_description=_data_description(benchmark, dataset_name, results.get("benchmark_config"))
+                         + _augmentation_description(results),
+        backbone_description=f"{BACKBONES[model['backbone']].display_name} ({model['backbone']}), {model['num_layers']} layer(s) × "
                              f"{model['hidden_size']} units, embeddings {model['embedding_size']}, dropout {model['dropout']}"
                              f" (+{model['output_dropout']} before p_write), gate `{model['gate'] or default_gate}`",
         lexicon_description=lexicon_description, preset=results["preset"], selection=results["selection"],
@@ -79,6 +81,22 @@ def _data_description(benchmark: str, dataset_name: str, config: str | None) -> 
         return "User-provided parallel data."
     config_note = f", config `{config}`" if config else ""
     return f"{dataset_name}{config_note}, loaded with `lexical_hf.load_benchmark`."
+
+
+def _augmentation_description(results: dict) -> str:
+    """What the published seed trained on beyond the data: GECA's composed pairs and how they were mixed in."""
+    augmentation = results.get("augmentation")
+    if not augmentation:
+        return ""
+    seed = results["seeds"][0]
+    new_pairs = results["per_seed"].get(str(seed), {}).get("augmentation", {}).get("new_pairs", "?")
+    mixing = (f"each training example was drawn from them with probability {augmentation['aug_ratio']:g}"
+              if augmentation["mixing"] == "ratio" else "they were added to the training data")
+    preset = f"`{augmentation['preset']}` settings" if augmentation.get("preset") else "the reference's default settings"
+    params = "".join(f", {name}={value}" for name, value in sorted((augmentation.get("params") or {}).items()))
+    return (f" Augmented with {augmentation['method'].upper()} (Andreas 2020), composed anew for each seed with the "
+            f"{preset}{params}: {new_pairs} new pairs for the published seed {seed}; {mixing}. The lexicon was "
+            "learned from the original training data.")
 
 
 def write_model_card(folder, results: dict, lexicon=None, template=None, repo_id: str | None = None) -> Path:

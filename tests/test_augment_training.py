@@ -28,6 +28,11 @@ def test_each_seed_trains_on_its_own_augmentation_and_the_row_records_it(tmp_pat
     assert all(0 < s["augmented_examples"] <= s["training_examples"] - 14 for s in stats.values())
     assert stats["0"]["seed"] != stats["1"]["seed"] and set(results["summary"]) == {"test"}
     assert results["augmented_pairs"]["mean"] == (stats["0"]["new_pairs"] + stats["1"]["new_pairs"]) / 2
+    card = (out / "README.md").read_text(encoding="utf-8")  # the card says what the published seed trained on
+    assert (f"Augmented with GECA (Andreas 2020), composed anew for each seed with the `colors` settings: "
+            f"{stats['0']['new_pairs']} new pairs for the published seed 0; each training example was drawn from them "
+            "with probability 0.3.") in card
+    assert "- Backbone: LSTM (lstm), 1 layer(s) × 8 units" in card
     with pytest.raises(ValueError, match="augmentation"):  # a resume with other augmentation settings is refused
         main([*TINY, "--seeds", "0", "--augment", "geca", "--aug_ratio", "0.5", "--resume_from_checkpoint", "true",
               "--output_dir", str(out)])
