@@ -201,7 +201,7 @@ def markdown(report: dict) -> str:
     for r in report["benchmarks"]:
         for run in r["runs"]:
             s = run["stats"]
-            survivors = [str(s["survivors"][name]) for name in FILTERS]
+            survivors = [str(s["survivors"].get(name, "—")) for name in FILTERS]  # "—": a filter added after the run
             lines.append("| " + " | ".join([r["benchmark"], str(run["seed"]), str(s["fragments"]), str(s["templates"]),
                                              str(s["shared_templates"]), str(s["visited_templates"]),
                                              str(s["linked_templates"]), str(s["candidates"]), *survivors,

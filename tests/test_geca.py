@@ -293,6 +293,27 @@ def test_stats_account_for_every_candidate(colors):
     assert f"{stats.kept} pairs kept" in stats.summary()
 
 
+# "x" is a source word in the first pair and on both sides of the third (a name both languages write alike), so
+# "W0 ## W1" style filling carries "y", a source-only word, into the third pair's target.
+SHARED_TOKEN = [
+    ("walk x", "WALK"),
+    ("walk y", "WALK"),
+    ("x sings", "SINGS x"),
+]
+
+
+def test_keep_sides_drops_pairs_that_carry_a_word_across_the_separator():
+    new, stats = augment(pairs_dataset(SHARED_TOKEN), wug_size=1, wug_count=1, return_stats=True, **EVERYTHING)
+    assert ("y sings", "SINGS y") in as_set(new) and stats.crossed_sides == 0  # the reference keeps it
+    kept, stats = augment(pairs_dataset(SHARED_TOKEN), wug_size=1, wug_count=1, keep_sides=True, return_stats=True,
+                          **EVERYTHING)
+    assert as_set(kept) == as_set(new) - {("y sings", "SINGS y")}
+    assert stats.crossed_sides == 1
+    assert stats.candidates == stats.kept + sum(getattr(stats, name) for name in FILTERS)
+    targets = {w for _, t in SHARED_TOKEN for w in t.split()}
+    assert all(set(t.split()) <= targets for t in kept["target"])
+
+
 def test_max_comp_len_skips_long_pairs_but_they_stay_training_data():
     pairs = SCAN_FRAGMENT + [("jump twice", "I_JUMP I_JUMP")]  # joint length 5: too long below
     new, stats = augment(pairs_dataset(pairs), preset="scan", max_comp_len=5, return_stats=True, **EVERYTHING)
@@ -334,6 +355,7 @@ def test_windowed_environments(colors):
         ({"environment": "fuzzy"}, ValueError, "environment must be one of"),
         ({"order": "sorted"}, ValueError, "order must be one of"),
         ({"separator": "a b"}, ValueError, "separator must be one"),
+        ({"keep_sides": "yes"}, TypeError, "keep_sides must be True or False"),
         ({"wug_sise": 2}, TypeError, "did you mean 'wug_size'"),
         ({"preset": "mnist"}, ValueError, "unknown GECA preset"),
     ],
