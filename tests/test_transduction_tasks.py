@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import pytest
 
+from lexical_hf.data import config_fields, load_benchmark
 from lexical_hf.data.transduction import (
     GENDER_GRAMMAR,
     SVO_SOV_GRAMMAR,
@@ -22,6 +23,7 @@ from lexical_hf.data.transduction import (
     split_rng,
     stream_pairs,
 )
+from lexical_hf.lexicon.registry import parse_params_text
 from lexical_hf.transduction_metrics import (
     coarse_accuracy,
     correct_prefix_length,
@@ -278,3 +280,51 @@ def test_metrics_refuse_bad_inputs():
         fine_accuracy([["a", "b"]], ["a b"])
     with pytest.raises(ValueError, match="same length"):
         coarse_accuracy(["a"], ["a", "b"])
+
+
+# ----- config overrides through load_benchmark and the command line ---------------------------------------------------
+
+def test_load_benchmark_takes_config_overrides_and_caches_each_variant_apart(tmp_path):
+    short = load_benchmark("transduction", "reversal", cache_dir=tmp_path,
+                           config_overrides={"train_lengths": [2, 4], "train_size": 20, "eval_size": 5})
+    assert [short[split].num_rows for split in short] == [20, 5, 5]
+    assert all(2 <= len(s.split()) <= 4 for split in ("train", "validation") for s in short[split]["source"])
+    longer = load_benchmark("transduction", "reversal", cache_dir=tmp_path,
+                            config_overrides={"train_lengths": (5, 6), "train_size": 20, "eval_size": 5})
+    assert all(5 <= len(s.split()) <= 6 for s in longer["train"]["source"])  # not the cached short variant
+    assert config_fields("transduction")["train_lengths"] == TRAIN_LENGTHS and config_fields("scan") == {}
+
+
+@pytest.mark.parametrize("name,overrides,message", [
+    ("transduction", {"train_lenghts": [2, 4]}, "no config field 'train_lenghts' to override .fields: data_seed"),
+    ("transduction", {"train_size": "many"}, "'train_size' of 'transduction' takes an int like 10000, got 'many'"),
+    ("transduction", {"train_lengths": [8]}, "'train_lengths' of 'transduction' takes 2 ints like \\[8, 64\\]"),
+    ("scan", {"train_size": 10}, "'scan' has no config field 'train_size' to override .fields: none"),
+])
+def test_bad_config_overrides_are_clear_errors(name, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        load_benchmark(name, "addprim_jump" if name == "scan" else "copy", config_overrides=overrides)
+
+
+def test_params_text_keeps_commas_inside_brackets():
+    assert parse_params_text("train_lengths=[8,16],train_size=75000,variant=code") == {
+        "train_lengths": [8, 16], "train_size": 75000, "variant": "code"}
+    assert parse_params_text("wug_size=1") == {"wug_size": 1}
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        parse_params_text("train_lengths=[8,16],16")
+
+
+def test_a_run_trains_and_tests_on_the_data_benchmark_params_describe(tmp_path):
+    from lexical_hf.training import main
+
+    params = "train_lengths=[2,3],test_lengths=[5,6],train_size=40,eval_size=6"
+    results = main(["--benchmark", "transduction", "--benchmark_config", "copy", "--backbone", "queue_lstm",
+                    "--lexicon", "none", "--benchmark_params", params, "--embedding_size", "8", "--hidden_size", "8",
+                    "--memory_width", "8", "--max_steps", "2", "--seeds", "0", "--disable_tqdm", "true",
+                    "--output_dir", str(tmp_path / "run")])
+    seed = results["per_seed"]["0"]
+    assert seed["test"]["num_examples"] == 6 and seed["validation"]["num_examples"] == 6
+    assert results["settings"]["data"]["benchmark_params"] == params
+    with pytest.raises(ValueError, match="--benchmark_params changes a benchmark's config"):
+        main(["--train_file", str(tmp_path / "pairs.tsv"), "--benchmark_params", "train_size=5",
+              "--output_dir", str(tmp_path / "other")])

@@ -11,7 +11,7 @@ and ``target`` (whitespace-tokenized). Loaders know nothing about models.
 """
 
 from ._common import DATA_DIR_ENV, ChecksumMismatchError, MissingDataFileError, RemoteFile
-from .loading import builder_class, canonical_benchmark_name, list_benchmarks, load_benchmark
+from .loading import builder_class, canonical_benchmark_name, config_fields, list_benchmarks, load_benchmark
 from .pairs_files import load_pairs_file, read_pairs_file
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "RemoteFile",
     "builder_class",
     "canonical_benchmark_name",
+    "config_fields",
     "list_benchmarks",
     "load_benchmark",
     "load_pairs_file",

@@ -15,12 +15,15 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 from collections.abc import Iterable, Mapping
 
 import datasets
 import pyarrow
+
+from ._common import LexicalBenchmarkConfig
 
 # name -> (module of this package, builder class)
 _BUILDERS = {
@@ -87,6 +90,7 @@ def load_benchmark(
     checksum_overrides: Mapping[str, str] | None = None,
     allow_download: bool = True,
     force_rebuild: bool = False,
+    config_overrides: Mapping[str, object] | None = None,
 ) -> datasets.DatasetDict:
     """Load a benchmark of the paper as a ``datasets.DatasetDict``, in the paper's splits.
 
@@ -110,18 +114,23 @@ def load_benchmark(
             e.g. ``{"COGS/gen.tsv": "<sha256 of your file>"}`` for a stand-in; without it such a file is rejected.
         allow_download: False: a file missing from the mirror is an error instead of a download.
         force_rebuild: rebuild the dataset even if a cached copy exists.
+        config_overrides: fields of the config to change for this load, e.g. for ``transduction``
+            ``{"train_lengths": (8, 16), "train_size": 75_000}`` (see ``config_fields(name)``); the cache keeps
+            each variant apart.
 
     Returns:
         A ``DatasetDict`` whose splits have string columns ``source`` and ``target`` and, per benchmark,
         ``category`` (COGS), ``one_shot`` (bool, eng_cmn) and ``attribution`` (eng_cmn ``raw``).
 
     Raises:
-        ValueError: unknown benchmark, config or split, or a raw file that cannot be parsed.
+        ValueError: unknown benchmark, config, split or config field, a field value of the wrong type, or a raw
+            file that cannot be parsed.
         lexical_hf.data.ChecksumMismatchError: a raw file (mirror or download) does not have the pinned bytes.
         lexical_hf.data.MissingDataFileError: a raw file is neither in the mirror nor downloadable.
         OSError: the cached dataset cannot be read (its files were deleted or truncated): ``force_rebuild=True``.
     """
     cls = builder_class(name)
+    overrides = _check_config_overrides(name, config_overrides or {})
     builder = cls(
         config,
         data_dir=data_dir,
@@ -131,6 +140,7 @@ def load_benchmark(
         seed=seed,
         checksum_overrides=checksum_overrides,
         allow_download=allow_download,
+        **overrides,
     )
     builder.download_and_prepare(
         download_mode=datasets.DownloadMode.FORCE_REDOWNLOAD if force_rebuild else None,
@@ -142,3 +152,32 @@ def load_benchmark(
             f"the cached {name!r} dataset in {builder.cache_dir} cannot be read ({type(error).__name__}: {error}); "
             "load it again with force_rebuild=True to rebuild the cache from the raw files"
         ) from error
+
+
+def config_fields(name: str) -> dict[str, object]:
+    """The fields of benchmark ``name``'s config that ``load_benchmark(config_overrides=...)`` can change, with their
+    defaults (empty for benchmarks whose configs are fixed by their files)."""
+    cls = builder_class(name).BUILDER_CONFIG_CLASS
+    fixed = {f.name for f in dataclasses.fields(LexicalBenchmarkConfig)}
+    return {f.name: getattr(cls, f.name) for f in dataclasses.fields(cls) if f.name not in fixed}
+
+
+def _check_config_overrides(name: str, overrides: Mapping[str, object]) -> dict[str, object]:
+    """``overrides`` checked against the config's fields (name and type of the default); lists become tuples."""
+    known = config_fields(name)
+    checked = {}
+    for field, value in overrides.items():
+        if field not in known:
+            available = ", ".join(sorted(known)) or "none"
+            raise ValueError(f"{name!r} has no config field {field!r} to override (fields: {available})")
+        default = known[field]
+        if isinstance(default, tuple):
+            if not isinstance(value, (list, tuple)) or len(value) != len(default) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in value):
+                raise ValueError(f"config field {field!r} of {name!r} takes {len(default)} ints like {list(default)}, "
+                                 f"got {value!r}")
+            value = tuple(value)
+        elif isinstance(default, int) and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ValueError(f"config field {field!r} of {name!r} takes an int like {default}, got {value!r}")
+        checked[field] = value
+    return checked

@@ -120,6 +120,22 @@ def check_seed(seed, where: str) -> int:
     return int(seed)
 
 
+def parse_params_text(text: str) -> dict:
+    """``"iterations=10,variant=code"`` → ``{"iterations": 10, "variant": "code"}``: a comma-separated list of
+    ``NAME=VALUE`` (commas inside brackets belong to the value: ``train_lengths=[8,16]``), parsed as
+    :func:`parse_learner_params` does. What ``--lexicon_params``, ``--augment_params`` and ``--benchmark_params``
+    take."""
+    pairs, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            pairs.append(current)
+            current = ""
+        else:
+            current += char
+    return parse_learner_params([*pairs, current])
+
+
 def parse_learner_params(pairs: Sequence[str]) -> dict:
     """``["iterations=10", "variant=code"]`` → ``{"iterations": 10, "variant": "code"}`` (values parsed as JSON when
     they can be, else kept as strings): what ``lexical-hf lexicon --param`` and ``lexical-hf train --lexicon_params``

@@ -31,6 +31,7 @@ class DataArguments:
     benchmark_config: str | None = field(default=None, metadata={"help": "e.g. addprim_jump, template_around_right"})
     data_dir: str | None = field(default=None, metadata={"help": "local mirror of the raw files (else LEXICAL_HF_DATA_DIR, else download)"})
     benchmark_splits: str | None = field(default=None, metadata={"help": "comma-separated splits to load, e.g. train,validation,test (COGS without gen.tsv)"})
+    benchmark_params: str | None = field(default=None, metadata={"help": "fields of the benchmark config NAME=VALUE,…, e.g. train_lengths=[8,16],train_size=75000 for transduction (lexical_hf.data.config_fields lists them)"})
     train_file: str | None = field(default=None, metadata={"help": "your own training pairs: TSV (source<TAB>target) or JSONL"})
     validation_file: str | None = field(default=None, metadata={"help": "your own validation pairs (TSV/JSONL)"})
     test_file: str | None = field(default=None, metadata={"help": "your own test pairs (TSV/JSONL)"})
@@ -211,6 +212,8 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
         if data_args.validation_file:
             raise ValueError("--validation_fraction holds out part of --train_file as validation: it does not go with "
                              "--validation_file")
+    if data_args.benchmark_params and data_args.train_file:
+        raise ValueError("--benchmark_params changes a benchmark's config: it does not go with --train_file")
     for name in ("max_train_samples", "max_eval_samples"):
         value = getattr(data_args, name)
         if value is not None and value < 1:

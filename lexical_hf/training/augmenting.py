@@ -5,7 +5,7 @@ from __future__ import annotations
 import datasets
 
 from ..augmentation import PRESETS, augment, canonical_preset, mix_augmented
-from ..lexicon.registry import parse_learner_params
+from ..lexicon.registry import parse_params_text
 
 
 def augmentation_preset(data_args) -> str | None:
@@ -24,7 +24,7 @@ def augmentation_settings(data_args) -> dict | None:
     if not data_args.augment:
         return None
     return {"method": data_args.augment, "preset": augmentation_preset(data_args),
-            "params": parse_learner_params(data_args.augment_params.split(",")) if data_args.augment_params else {},
+            "params": parse_params_text(data_args.augment_params) if data_args.augment_params else {},
             "mixing": data_args.augment_mixing, "aug_ratio": data_args.aug_ratio if data_args.augment_mixing == "ratio" else None}
 
 

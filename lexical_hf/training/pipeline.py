@@ -26,7 +26,7 @@ from ..data import load_benchmark, load_pairs_file
 from ..data._common import carve_validation
 from ..lexicon import Lexicon, apply_lexicon, learn_lexicon
 from ..lexicon.lexicon import replaced_fallback
-from ..lexicon.registry import parse_learner_params
+from ..lexicon.registry import parse_params_text
 from ..modeling_lexical import LexicalSeq2SeqForConditionalGeneration
 from ..results import parse_seeds, run_markdown, summarize_row
 from ..tokenization_lexical import LexicalTokenizer
@@ -116,8 +116,10 @@ def load_data(data_args) -> datasets.DatasetDict:
             data["train"], data["validation"] = (datasets.Dataset.from_list(splits[name]) for name in ("train", "validation"))
     else:
         splits = data_args.benchmark_splits.split(",") if data_args.benchmark_splits else None
+        overrides = parse_params_text(data_args.benchmark_params) if data_args.benchmark_params else None
         data = load_benchmark(data_args.benchmark, data_args.benchmark_config, data_dir=data_args.data_dir,
-                              validation_fraction=data_args.validation_fraction, splits=splits)
+                              validation_fraction=data_args.validation_fraction, splits=splits,
+                              config_overrides=overrides)
     if "train" not in data or len(data["train"]) == 0:
         raise ValueError("no training data: pass --benchmark or --train_file")
     if data_args.max_train_samples:
@@ -154,7 +156,7 @@ def build_lexicon(lexicon_args, data_args, raw, tokenizer) -> Lexicon | None:
             return None
         provenance = {"dataset": data_args.benchmark or data_args.train_file, "config": data_args.benchmark_config,
                       "split": "train"}
-        params = parse_learner_params(lexicon_args.lexicon_params.split(",")) if lexicon_args.lexicon_params else {}
+        params = parse_params_text(lexicon_args.lexicon_params) if lexicon_args.lexicon_params else {}
         lexicon = learn_lexicon(raw["train"], method="identity" if lexicon_args.lexicon == "copy" else lexicon_args.lexicon,
                                 temperature=lexicon_args.lexicon_temperature, seed=lexicon_args.lexicon_seed,
                                 provenance=provenance, tie_break=lexicon_args.lexicon_tie_break or "cooccurrence",

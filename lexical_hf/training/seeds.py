@@ -37,8 +37,8 @@ TRAINING_SETTINGS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warm
 # step sees a few shapes (it is traced once per shape), and dynamo may keep that many traces
 COMPILED_BUCKET = 16
 COMPILED_TRACES = 64
-DATA_SETTINGS = ("benchmark", "benchmark_config", "benchmark_splits", "train_file", "validation_file", "test_file",
-                 "validation_fraction", "max_train_samples", "max_eval_samples", "source_bos")
+DATA_SETTINGS = ("benchmark", "benchmark_config", "benchmark_splits", "benchmark_params", "train_file", "validation_file",
+                 "test_file", "validation_fraction", "max_train_samples", "max_eval_samples", "source_bos")
 
 
 def tokenize_pairs(pairs, tokenizer):
