@@ -129,6 +129,10 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             `num_layers` its layers (the paper's controller has 1) and `embedding_size` the size of the separate
             source and target embeddings; `backbone="deep_lstm"`, the paper's baseline, is an LSTM of `num_layers`
             layers over the joint sequence. None of these backbones attends to the source: `lexical_mode="none"`.
+        separate_target_lstm (`bool`, defaults to `False`): Stack-, Queue-, DeQue-LSTM and deep LSTM only. `False`:
+            the paper's network, one LSTM reading the joint sequence source ||| target. `True`: the separator and
+            target steps run LSTM weights of their own (an encoder and a decoder LSTM), continuing the state and
+            the memory the source ended in; the memory interface stays one set of projections.
         max_decode_length (`int`, defaults to 128): default maximum generated length (written to the generation
             config).
         pad_token_id (`int`, defaults to 0), bos_token_id (`int`, defaults to 1), eos_token_id (`int`, defaults to
@@ -171,6 +175,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     syntax_action: bool = False
     sequential_semantics: bool = False
     memory_width: int = 64
+    separate_target_lstm: bool = False
     lexicon_info: dict | None = None
     vocabulary_sha256: str | None = None
     max_decode_length: int = 128

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from huggingface_hub.errors import StrictDataclassClassValidationError
+from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDataclassFieldValidationError
 from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
@@ -22,6 +22,9 @@ CONFIGS = {
     "deque_lstm": dict(backbone="deque_lstm", num_layers=1, memory_width=6),
     "deque_lstm-2_layers": dict(backbone="deque_lstm", num_layers=2, memory_width=5),
     "deep_lstm": dict(backbone="deep_lstm", num_layers=3),
+    "stack_lstm-separate_target": dict(backbone="stack_lstm", num_layers=1, memory_width=6, separate_target_lstm=True),
+    "deque_lstm-separate_target": dict(backbone="deque_lstm", num_layers=2, memory_width=5, separate_target_lstm=True),
+    "deep_lstm-separate_target": dict(backbone="deep_lstm", num_layers=2, separate_target_lstm=True),
 }
 
 
@@ -42,20 +45,48 @@ PAIRS = [("dax lug wif twice", "RED BLUE GREEN GREEN"), ("zup", "YELLOW"), ("lug
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_the_decoder_continues_the_encoder_over_the_joint_sequence(toy_tokenizer, name):
-    """Encoder then decoder = one run of the recurrence over [source embeddings; target embeddings] with one memory."""
+    """Encoder then decoder = one run of the recurrence over [source embeddings; target embeddings] with one memory
+    (with `separate_target_lstm`: the target recurrence continues the source one's state and memory)."""
     model = memory_model(toy_tokenizer, name)
     batch = encode_batch(toy_tokenizer, PAIRS[:1])
     decoder_input_ids = model.prepare_decoder_input_ids_from_labels(batch["labels"])
     with torch.no_grad():
         out = model(**batch, output_hidden_states=True)
         backbone = model.model
-        joint = torch.cat([backbone.encoder.embed_tokens(batch["input_ids"]),
-                           backbone.decoder.embed_tokens(decoder_input_ids)], 1)
+        source = backbone.encoder.embed_tokens(batch["input_ids"])
+        target = backbone.decoder.embed_tokens(decoder_input_ids)
+        joint = torch.cat([source, target], 1)
         hidden, cell = backbone.recurrence.initial_state(1)
         memory = backbone.recurrence.new_memory(1, capacity=joint.shape[1])
-        states, _, _ = backbone.recurrence(joint, torch.ones(joint.shape[:2]), hidden, cell, memory)
-        features = backbone.recurrence.output_features(states)[:, batch["input_ids"].shape[1]:]
+        if model.config.separate_target_lstm:
+            _, hidden, cell = backbone.recurrence(source, torch.ones(source.shape[:2]), hidden, cell, memory)
+            states, _, _ = backbone.target_recurrence(target, torch.ones(target.shape[:2]), hidden, cell, memory)
+            features = backbone.target_recurrence.output_features(states)
+            # the target side's LSTM is its own; its memory interface is the source side's
+            assert backbone.target_recurrence.lstm is not backbone.recurrence.lstm
+            assert backbone.target_recurrence.interface is backbone.recurrence.interface
+        else:
+            states, _, _ = backbone.recurrence(joint, torch.ones(joint.shape[:2]), hidden, cell, memory)
+            features = backbone.recurrence.output_features(states)[:, batch["input_ids"].shape[1]:]
     torch.testing.assert_close(out.decoder_hidden_states[0], features)
+
+
+@pytest.mark.parametrize("name", ["stack_lstm", "deep_lstm"])
+def test_a_separate_target_lstm_adds_exactly_one_set_of_lstm_weights(toy_tokenizer, name):
+    """The option adds the target side's LSTM weights (no h_0: it continues the source's state) and nothing else:
+    the memory interface is not duplicated, in the parameters or in the saved state dict."""
+    def build(**options):
+        torch.manual_seed(0)
+        return LexicalSeq2SeqForConditionalGeneration(small_config(toy_tokenizer, **{**CONFIGS[name], **options},
+                                                                   lexical_mode="none"))
+    shared, separate = build(), build(separate_target_lstm=True)
+    added = set(separate.state_dict()) - set(shared.state_dict())
+    assert set(shared.state_dict()) <= set(separate.state_dict())
+    lstm = separate.model.recurrence.lstm
+    expected = {f"model.target_recurrence.lstm.{n}" for n, _ in lstm.named_parameters() if n != "initial_hidden"}
+    assert added == expected
+    extra = sum(p.numel() for p in separate.parameters()) - sum(p.numel() for p in shared.parameters())
+    assert extra == sum(p.numel() for n, p in lstm.named_parameters() if n != "initial_hidden")
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -177,6 +208,11 @@ def test_memory_options_are_refused_for_other_backbones_and_other_options_for_th
             small_config(toy_tokenizer, backbone=backbone, memory_width=32, lexical_mode="none")
     with pytest.raises(StrictDataclassClassValidationError, match="bidirectional_encoder: LSTM options"):
         small_config(toy_tokenizer, backbone="queue_lstm", bidirectional_encoder=True, lexical_mode="none")
+    for backbone in ("lstm", "transformer", "syntactic_attention"):
+        with pytest.raises(StrictDataclassClassValidationError, match="separate_target_lstm: .*LSTM options"):
+            small_config(toy_tokenizer, backbone=backbone, separate_target_lstm=True, lexical_mode="none")
+    with pytest.raises(StrictDataclassFieldValidationError, match="separate_target_lstm.*expected bool"):
+        small_config(toy_tokenizer, backbone="stack_lstm", separate_target_lstm="yes", lexical_mode="none")
     with pytest.raises(StrictDataclassClassValidationError, match="memory_width must be >= 1"):
         small_config(toy_tokenizer, backbone="stack_lstm", memory_width=0, lexical_mode="none")
     assert small_config(toy_tokenizer, backbone="deque_lstm", memory_width=32, lexical_mode="none").memory_width == 32

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import pytest
 
+from lexical_hf import LexicalSeq2SeqForConditionalGeneration
 from lexical_hf.data import config_fields, load_benchmark
 from lexical_hf.data.transduction import (
     GENDER_GRAMMAR,
@@ -344,3 +345,16 @@ def test_the_cpu_preset_trains_on_short_sequences_in_random_batches(backbone):
     assert overrides["train_size"] == values["max_steps"] * values["per_device_train_batch_size"]  # one pass
     _, paper = preset_defaults(backbone, "paper", "transduction", "copy")
     assert "benchmark_params" not in paper and paper["per_device_train_batch_size"] == 10  # the paper's protocol
+
+
+def test_the_separate_target_lstm_flag_reaches_the_saved_model(tmp_path):
+    from lexical_hf.training import main
+
+    main(["--benchmark", "transduction", "--benchmark_config", "reversal", "--backbone", "stack_lstm",
+          "--lexicon", "none", "--separate_target_lstm", "true",
+          "--benchmark_params", "train_lengths=[2,3],test_lengths=[4,5],train_size=20,eval_size=4",
+          "--embedding_size", "8", "--hidden_size", "8", "--memory_width", "8", "--max_steps", "1", "--seeds", "0",
+          "--disable_tqdm", "true", "--output_dir", str(tmp_path / "run")])
+    model = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "run")
+    assert model.config.separate_target_lstm is True
+    assert model.model.decoder.recurrence is model.model.target_recurrence is not model.model.recurrence

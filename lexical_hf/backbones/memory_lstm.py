@@ -16,6 +16,11 @@ E = 1 ends for Stack/Queue, 2 for the DeQue; `lexical_hf.memory` holds the memor
     r_t = memory(d_t, u_t, v_t)                                      (B, E·m): pop, push, then read
     o_t = tanh(W_o h_t + b_o)                                        (B, H): the output features
 
+With ``separate_target_lstm=True`` the separator and target steps run LSTM weights of their own (an encoder and a
+decoder LSTM, as in most sequence-to-sequence models), still continuing the state and the memory the source ended
+in; the memory interface (W_d, W_u, W_v, W_o) stays one set. The paper's network is one LSTM over the joint
+sequence (the default), but with it a Stack-LSTM may never find the stack on reversal: results/neural_memory.md.
+
 The head's softmax reads o_t: with ``lexical_mode="none"``, p(y_t) = softmax(W_write o_t). The paper's controller
 has one layer (``num_layers=1``); with more, layer 0 reads [emb(i_t); r_{t-1}] and the top layer's state is h_t.
 o_t is not fed back, so it is computed once for all positions after the recurrence.
@@ -182,9 +187,12 @@ def masked_layer_from(inputs: torch.Tensor, masks: list, weight_ih: torch.Tensor
 
 class JointRecurrence(nn.Module):
     """The network that reads the joint sequence: a deep LSTM, or an LSTM controller with a memory (`memory_kind`).
-    The encoder and the decoder both run it; the backbone owns it."""
+    The backbone owns it; the encoder and the decoder both run it, or, with ``separate_target_lstm``, the decoder
+    runs a second one built with `shared_interface` (the first one's memory interface, not registered again: the
+    push, pop, value and output projections stay one set) and LSTM weights of its own, without h_0 (it starts from
+    the state the source ended in)."""
 
-    def __init__(self, config, memory_kind: str | None):
+    def __init__(self, config, memory_kind: str | None, shared_interface: ControllerInterface | None = None):
         super().__init__()
         self.memory_kind, self.num_layers, self.config = memory_kind, config.num_layers, config
         self.layer_dropout = config.dropout if config.num_layers > 1 else 0.0
@@ -192,9 +200,13 @@ class JointRecurrence(nn.Module):
             self.lstm = LSTMWeights(config.embedding_size, config.hidden_size, config.num_layers)
             self.interface = None
             return
-        self.interface = ControllerInterface(config.hidden_size, config.memory_width, memory_kind)
-        self.lstm = ControllerWeights(config.embedding_size + self.interface.read_size, config.hidden_size,
-                                      config.num_layers)
+        if shared_interface is None:
+            self.interface = ControllerInterface(config.hidden_size, config.memory_width, memory_kind)
+            weights = ControllerWeights
+        else:
+            object.__setattr__(self, "interface", shared_interface)
+            weights = LSTMWeights
+        self.lstm = weights(config.embedding_size + self.interface.read_size, config.hidden_size, config.num_layers)
 
     def initial_state(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(h_0, c_0), each (L, B, H): the learned h_0 for a controller, zeros for the deep LSTM."""
@@ -386,7 +398,11 @@ class JointSequenceBackbone(Backbone):
         super().__init__()
         self.recurrence = JointRecurrence(config, self.memory_kind)
         self.encoder = JointEncoder(config, self.recurrence)
-        self.decoder = JointDecoder(config, self.recurrence)
+        target_recurrence = self.recurrence
+        if config.separate_target_lstm:
+            self.target_recurrence = target_recurrence = JointRecurrence(config, self.memory_kind,
+                                                                         shared_interface=self.recurrence.interface)
+        self.decoder = JointDecoder(config, target_recurrence)
         self.feature_size = self.gate_feature_size = config.hidden_size
 
 
@@ -394,13 +410,14 @@ class DeepLSTM(JointSequenceBackbone):
     """A deep LSTM over the joint sequence (`num_layers` layers): the paper's baseline."""
 
     display_name = "deep LSTM"
+    config_options = ("separate_target_lstm",)
 
 
 class StackLSTM(JointSequenceBackbone):
     """An LSTM controller with a continuous stack (eq. 1-3 of the paper)."""
 
     display_name = "Stack-LSTM"
-    config_options = ("memory_width",)
+    config_options = ("memory_width", "separate_target_lstm")
     memory_kind = "stack"
 
 
@@ -408,7 +425,7 @@ class QueueLSTM(JointSequenceBackbone):
     """An LSTM controller with a continuous queue (eq. 4-5)."""
 
     display_name = "Queue-LSTM"
-    config_options = ("memory_width",)
+    config_options = ("memory_width", "separate_target_lstm")
     memory_kind = "queue"
 
 
@@ -416,5 +433,5 @@ class DequeLSTM(JointSequenceBackbone):
     """An LSTM controller with a continuous double-ended queue (eq. 6-11)."""
 
     display_name = "DeQue-LSTM"
-    config_options = ("memory_width",)
+    config_options = ("memory_width", "separate_target_lstm")
     memory_kind = "deque"

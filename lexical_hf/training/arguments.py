@@ -88,6 +88,7 @@ class ModelArguments:
     sequential_semantics: bool | None = field(default=None, metadata={"help": "syntactic_attention: the semantic stream from a biLSTM (the paper's ablation)"})
     # Stack-, Queue- and DeQue-LSTM only (None: the preset's value, else LexicalSeq2SeqConfig's default)
     memory_width: int | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm: width m of a memory row (paper: 256; cpu preset: 64)"})
+    separate_target_lstm: bool | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm | deep_lstm: the target side runs LSTM weights of its own (false: the paper's one LSTM over source ||| target)"})
 
 
 # ModelArguments whose None means "LexicalSeq2SeqConfig's default" (the presets fill in the rest)
@@ -95,7 +96,7 @@ OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "feed_dropout", "combine_
                          "num_attention_heads", "ffn_size", "norm_first", "position_encoding",
                          "relative_attention_max_distance", "attention_source", "attention_dropout",
                          "syntax_encoder", "syntax_action", "sequential_semantics",
-                         "memory_width")
+                         "memory_width", "separate_target_lstm")
 
 
 @dataclass
