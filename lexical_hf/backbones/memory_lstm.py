@@ -19,7 +19,7 @@ E = 1 ends for Stack/Queue, 2 for the DeQue; `lexical_hf.memory` holds the memor
 With ``separate_target_lstm=True`` the separator and target steps run LSTM weights of their own (an encoder and a
 decoder LSTM, as in most sequence-to-sequence models), still continuing the state and the memory the source ended
 in; the memory interface (W_d, W_u, W_v, W_o) stays one set. The paper's network is one LSTM over the joint
-sequence (the default), but with it a Stack-LSTM may never find the stack on reversal: results/neural_memory.md.
+sequence (the default); results/neural_memory.md compares the two in training.
 
 The head's softmax reads o_t: with ``lexical_mode="none"``, p(y_t) = softmax(W_write o_t). The paper's controller
 has one layer (``num_layers=1``); with more, layer 0 reads [emb(i_t); r_{t-1}] and the top layer's state is h_t.
