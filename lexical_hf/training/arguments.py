@@ -86,7 +86,7 @@ class ModelArguments:
     syntax_encoder: str | None = field(default=None, metadata={"help": "syntactic_attention: paper (v1's neighbour-only biLSTM; default) | code (the authors' code: own syntax embedding, learned start/end annotations, a second biLSTM)"})
     syntax_action: bool | None = field(default=None, metadata={"help": "syntactic_attention: write from [d_i; c_i], semantics and syntax (the paper's ablation)"})
     sequential_semantics: bool | None = field(default=None, metadata={"help": "syntactic_attention: the semantic stream from a biLSTM (the paper's ablation)"})
-    # Stack-, Queue- and DeQue-LSTM only (None: the preset's value, else LexicalSeq2SeqConfig's default)
+    # Stack-, Queue-, DeQue-LSTM and deep LSTM only (None: the preset's value, else LexicalSeq2SeqConfig's default)
     memory_width: int | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm: width m of a memory row (paper: 256; cpu preset: 64)"})
     separate_target_lstm: bool | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm | deep_lstm: the target side runs LSTM weights of its own (false: the paper's one LSTM over source ||| target)"})
 
