@@ -197,9 +197,8 @@ def markdown(report: dict) -> str:
         "The looped reference is the pattern of existing implementations (a Python loop over the memory's rows at "
         "every step, each operation batched over B); it is checked against lexical_hf.memory in values and "
         "gradients before timing. The vectorised memory's forward step is O(n m) tensor work with no Python loop "
-        "over rows; in its backward pass each step's in-place write and read pass gradients of the whole "
-        "preallocated buffer (O(N m) per step, N = the buffer's rows, here E * T), which is why backward costs "
-        "several times the forward.",
+        "over rows; its backward step is O(n m) too: the rows' gradients are accumulated beside the buffer "
+        "(`RowGradients`), not passed through autograd as gradients of the whole preallocated buffer.",
         "",
     ]
     return "\n".join(lines)

@@ -20,8 +20,9 @@ Gradients. The paper differentiates ``max`` and ``min`` with respect to their le
 
 Cost. Values live in a preallocated buffer (B, N, m) written in place at each step (no concatenation); a step
 touches only the occupied rows: pops and read weights are flip/cumsum scans over the ``n`` strengths and the read
-is one batched matrix product, so a forward step is O(n m) tensor work with no Python loop over rows. The backward
-pass of an in-place write handles the whole buffer, O(N m) per step (N = E * the steps the buffer was made for).
+is one batched matrix product, so a forward step is O(n m) tensor work with no Python loop over rows. Backward is
+O(n m) per step too: the buffer stays outside autograd's graph and the rows' gradients are accumulated beside it
+(:class:`RowGradients`), so no step carries a gradient of the whole buffer.
 
 Batching and padding. The batch shares one step counter and one buffer layout. ``mask[b] = 0`` marks a padded
 step of row b: that row pushes a zero-strength row (invisible to every later pop and read: it adds exact zeros to
@@ -129,29 +130,113 @@ def read_weights_bottom(strengths: torch.Tensor) -> torch.Tensor:
     return min_left(strengths, max0(1 - exclusive_prefix_sum(strengths)))
 
 
-class _ReadRows(torch.autograd.Function):
-    """``r[b, e] = sum_i w[b, e, i] V[b, i]`` over rows of the append-only value buffer.
+class RowGradients:
+    """The gradients of a value buffer's rows, kept outside autograd's graph.
 
-    ``torch.bmm`` would save its (B, n, m) slice of the buffer for backward, and the next step's in-place write
-    into the buffer would then make backward refuse (the slice's version changed). The rows read here are never
-    written again, so the slice is kept by reference instead of being copied (a copy would cost O(n m) memory per
-    step, O(T^2 m) per sequence).
+    The buffer is written in place, one row per step, and read over all its occupied rows at every step. Were the
+    writes and reads autograd operations on the buffer, every step's backward would carry a gradient of the whole
+    buffer (zero-filled, then copied through each earlier write): O(N m) per step. Instead each read's backward adds
+    its (B, n, m) gradient into :attr:`grad` here, and each write's backward takes its rows' gradient out (and zeros
+    them, so that another backward pass starts clean). Autograd still orders the two: every write returns a new
+    ``link`` (a 0-d tensor) that the next write and the reads take as input, so the backward of the write at step k
+    runs after that of every read at a step >= k.
+
+    Positions are buffer indices at the time of the operation; :attr:`shift` counts the rows added below the
+    bottom since (the DeQue's buffer grows at both ends), so an index recorded with ``shift_then`` is
+    ``index + shift - shift_then`` in the final buffer of :attr:`rows` rows.
+    """
+
+    def __init__(self, rows: int):
+        self.rows, self.shift, self.grad = rows, 0, None
+
+    def _rows(self, start: int, count: int, shift_then: int, like: torch.Tensor) -> torch.Tensor:
+        """The (B, count, m) view of :attr:`grad` at rows ``start …`` (indices of the time ``shift_then``)."""
+        if self.grad is None:
+            self.grad = like.new_zeros(like.shape[0], self.rows, like.shape[-1])
+        start += self.shift - shift_then
+        return self.grad[:, start:start + count]
+
+    def add(self, start: int, shift_then: int, grad: torch.Tensor) -> None:
+        """Add ``grad`` (B, k, m) to rows ``start … start + k - 1``."""
+        self._rows(start, grad.shape[1], shift_then, grad).add_(grad)
+
+    def add_outer(self, start: int, shift_then: int, weights: torch.Tensor, grad: torch.Tensor) -> None:
+        """Add ``weights^T @ grad`` to rows ``start …``: the gradient of a read ``weights @ rows``. weights (B, E, n),
+        grad (B, E, m), E <= 2: one broadcast multiply-add per end, several times faster than a K = E ``bmm``."""
+        rows = self._rows(start, weights.shape[2], shift_then, grad)  # (B, n, m)
+        for end in range(weights.shape[1]):
+            rows.addcmul_(weights[:, end, :, None], grad[:, end, None, :])
+
+    def take(self, start: int, count: int, shift_then: int, like: torch.Tensor) -> torch.Tensor:
+        """The gradient (B, count, m) of rows ``start …`` (zeros if no read reached them), zeroed here."""
+        if self.grad is None:
+            return torch.zeros_like(like)
+        start += self.shift - shift_then
+        rows = self.grad[:, start:start + count]
+        taken = rows.clone()
+        rows.zero_()
+        return taken
+
+
+class _WriteRows(torch.autograd.Function):
+    """``buffer[:, start:start + k] = rows`` in place (outside autograd) and a new link; backward gives ``rows`` the
+    gradient the reads left in `RowGradients`. See `RowGradients`."""
+
+    @staticmethod
+    def forward(ctx, link, rows, buffer, gradients: RowGradients, start: int):
+        # link: () ; rows: (B, k, m) ; buffer: (B, N, m)
+        buffer[:, start:start + rows.shape[1]] = rows
+        ctx.gradients, ctx.start, ctx.count, ctx.shift = gradients, start, rows.shape[1], gradients.shift
+        ctx.like = rows.new_zeros(()).expand(rows.shape)  # shape, dtype and device without keeping the rows
+        return link.new_zeros(())
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_link):
+        grad_rows = ctx.gradients.take(ctx.start, ctx.count, ctx.shift, ctx.like) if ctx.needs_input_grad[1] else None
+        return grad_link, grad_rows, None, None, None
+
+
+class _ReadRows(torch.autograd.Function):
+    """``r[b, e] = sum_i w[b, e, i] V[b, i]`` over the occupied rows ``V = buffer[:, start:start + n]``.
+
+    The rows are kept by reference (they are never written again); their gradient goes to `RowGradients`, not
+    through autograd (see there), and the link orders this backward before the writes'.
     """
 
     @staticmethod
-    def forward(ctx, weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        # weights: (B, E, n); values: (B, n, m) -> (B, E, m)
+    def forward(ctx, weights, link, buffer, gradients: RowGradients, start: int):
+        # weights: (B, E, n); buffer: (B, N, m) -> (B, E, m)
+        values = buffer[:, start:start + weights.shape[2]]  # (B, n, m)
         ctx.save_for_backward(weights)
-        ctx.values = values.detach()
+        ctx.values, ctx.gradients, ctx.start, ctx.shift = values, gradients, start, gradients.shift
         return torch.bmm(weights, values)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: torch.Tensor):
+    def backward(ctx, grad):
         (weights,) = ctx.saved_tensors  # (B, E, n)
         grad_weights = torch.bmm(grad, ctx.values.transpose(1, 2)) if ctx.needs_input_grad[0] else None  # (B, E, n)
-        grad_values = torch.bmm(weights.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None  # (B, n, m)
-        return grad_weights, grad_values
+        grad_link = None
+        if ctx.needs_input_grad[1]:
+            ctx.gradients.add_outer(ctx.start, ctx.shift, weights, grad)  # (B, n, m) += w^T g
+            grad_link = grad.new_zeros(())
+        return grad_weights, grad_link, None, None, None
+
+
+class _GatherRows(torch.autograd.Function):
+    """A copy of the occupied rows ``buffer[:, start:start + n]`` (B, n, m), differentiable through `RowGradients`."""
+
+    @staticmethod
+    def forward(ctx, link, buffer, gradients: RowGradients, start: int, count: int):
+        ctx.gradients, ctx.start, ctx.shift = gradients, start, gradients.shift
+        return buffer[:, start:start + count].clone()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        ctx.gradients.add(ctx.start, ctx.shift, grad)
+        return grad.new_zeros(()), None, None, None, None
 
 
 # ----- state ----------------------------------------------------------------------------------------------------------
@@ -162,11 +247,14 @@ class MemoryState:
 
     Attributes:
         values: (B, N, m) buffer of value rows. The occupied rows are ``values[:, start:start + n]``, bottom
-            (paper's row 1) first; the rest is zeros. Occupied rows are never rewritten.
+            (paper's row 1) first; the rest is zeros. Occupied rows are never rewritten. The buffer itself is not
+            part of autograd's graph: `link` and `gradients` carry the rows' gradients (see `RowGradients`).
         strengths: (B, n) strength of each occupied row (n = t for Stack/Queue, 2t for DeQue).
         read: (B, E * m) the last read r_t (zeros before the first step); DeQue: ``[r^top ; r^bot]``.
         start: buffer index of the bottom row (0 for Stack/Queue; the DeQue grows downwards from the middle).
         steps: t, the number of steps taken (padded steps included: the batch shares one counter).
+        link: () the output of the last write (orders the backward passes of writes and reads).
+        gradients: the rows' gradients during backward.
     """
 
     values: torch.Tensor
@@ -174,6 +262,14 @@ class MemoryState:
     read: torch.Tensor
     start: int = 0
     steps: int = 0
+    link: torch.Tensor | None = None
+    gradients: RowGradients | None = None
+
+    def __post_init__(self):
+        if self.link is None:
+            self.link = self.values.new_zeros(())
+        if self.gradients is None:
+            self.gradients = RowGradients(self.values.shape[1])
 
     @property
     def batch_size(self) -> int:
@@ -190,23 +286,40 @@ class MemoryState:
         return self.values.shape[1]
 
     def occupied_values(self) -> torch.Tensor:
-        """(B, n, m) the occupied value rows, bottom first (a view of the buffer)."""
-        return self.values[:, self.start:self.start + self.num_rows]
+        """(B, n, m) a copy of the occupied value rows, bottom first, differentiable w.r.t. the values written."""
+        if torch.is_grad_enabled() and self.link.requires_grad:
+            return _GatherRows.apply(self.link, self.values, self.gradients, self.start, self.num_rows)
+        return self.values[:, self.start:self.start + self.num_rows].clone()
+
+    def write_rows(self, index: int, rows: torch.Tensor) -> None:
+        """Write ``rows`` (B, k, m) into buffer rows ``index … index + k - 1`` (in place, differentiably)."""
+        if torch.is_grad_enabled() and rows.requires_grad:
+            self.link = _WriteRows.apply(self.link, rows, self.values, self.gradients, index)
+        else:  # nothing to differentiate (generation): a plain write
+            self.values[:, index:index + rows.shape[1]] = rows
+
+    def read_rows(self, weights: torch.Tensor) -> torch.Tensor:
+        """``weights`` (B, E, n) applied to the occupied rows: (B, E, m)."""
+        if torch.is_grad_enabled() and (weights.requires_grad or self.link.requires_grad):
+            return _ReadRows.apply(weights, self.link, self.values, self.gradients, self.start)
+        return torch.bmm(weights, self.values[:, self.start:self.start + weights.shape[2]])
 
     def select_rows(self, index: torch.Tensor) -> MemoryState:
-        """A new state holding the batch rows ``index`` (B',) in that order (rows may repeat); copies the tensors."""
+        """A new state holding the batch rows ``index`` (B',) in that order (rows may repeat); copies the tensors
+        (its buffer has the same layout, and gradients flow back to this state's rows)."""
         index = index.to(self.values.device)
-        return replace(
-            self,
-            values=self.values.index_select(0, index),
-            strengths=self.strengths.index_select(0, index),
-            read=self.read.index_select(0, index),
-        )
+        selected = MemoryState(values=torch.zeros_like(self.values[:1]).expand(len(index), -1, -1).contiguous(),
+                               strengths=self.strengths.index_select(0, index), read=self.read.index_select(0, index),
+                               start=self.start, steps=self.steps)
+        if self.num_rows:
+            selected.write_rows(self.start, self.occupied_values().index_select(0, index))
+        return selected
 
     def reorder(self, beam_idx: torch.LongTensor) -> None:
         """Follow beam search's choice of parents, in place (as a ``transformers`` cache's ``reorder_cache``)."""
         selected = self.select_rows(beam_idx)
         self.values, self.strengths, self.read = selected.values, selected.strengths, selected.read
+        self.link, self.gradients = selected.link, selected.gradients
 
     def __repr__(self) -> str:
         return (f"MemoryState(batch={self.batch_size}, steps={self.steps}, rows={self.num_rows}, "
@@ -283,7 +396,7 @@ class NeuralMemory(nn.Module):
         strengths = self._push(state, popped, push, value)  # (B, n + E); writes the buffer
         weights = self._read_weights(strengths)  # (B, E, n + E)
         state.strengths = strengths
-        read = _ReadRows.apply(weights, state.occupied_values()).flatten(1)  # (B, E * m)
+        read = state.read_rows(weights).flatten(1)  # (B, E * m)
         if keep is not None:
             read = torch.where(keep[:, None], read, state.read)
         state.read = read
@@ -317,6 +430,11 @@ class NeuralMemory(nn.Module):
         zeros = state.values.new_zeros(state.batch_size, grow, self.width)
         parts = [zeros, state.values, zeros] if self.num_ends == 2 else [state.values, zeros]
         state.values = torch.cat(parts, dim=1)
+        gradients = state.gradients  # the rows' gradients follow the new layout
+        gradients.rows, gradients.shift = state.buffer_rows, gradients.shift + (grow if self.num_ends == 2 else 0)
+        if gradients.grad is not None:
+            zeros = gradients.grad.new_zeros(state.batch_size, grow, self.width)
+            gradients.grad = torch.cat([zeros, gradients.grad, zeros] if self.num_ends == 2 else [gradients.grad, zeros], 1)
         state.start += grow if self.num_ends == 2 else 0
 
     def _check(self, state, push, pop, value):
@@ -351,7 +469,7 @@ class _OneEndedMemory(NeuralMemory):
     num_ends = 1
 
     def _push(self, state, strengths, push, value):
-        state.values[:, state.start + state.num_rows] = value[:, 0]
+        state.write_rows(state.start + state.num_rows, value)  # (B, 1, m) on top
         return torch.cat([strengths, push], dim=1)
 
 
@@ -404,8 +522,8 @@ class NeuralDeque(NeuralMemory):
     def _push(self, state, strengths, push, value):
         top = state.start + state.num_rows
         state.start -= 1
-        state.values[:, state.start] = value[:, 1]
-        state.values[:, top] = value[:, 0]
+        state.write_rows(state.start, value[:, 1:])  # v^bot below the bottom row
+        state.write_rows(top, value[:, :1])  # v^top above the top row
         return torch.cat([push[:, 1:], strengths, push[:, :1]], dim=1)
 
     def _read_weights(self, strengths):

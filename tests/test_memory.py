@@ -351,6 +351,41 @@ def test_the_buffer_is_written_in_place_and_grows_when_full(kind):
     assert run(kind, *inputs, capacity=1)[1].buffer_rows == 16 * ENDS[kind]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_second_backward_pass_gives_the_same_gradients(kind):
+    """The rows' gradients are accumulated outside autograd (`RowGradients`): each write takes its rows' share and
+    leaves zeros, so a retained graph differentiated again starts clean."""
+    inputs = random_inputs(kind, batch=2, steps=6, seed=17)
+    reads, _ = run(kind, *inputs)
+    weights = torch.randn(reads.shape, generator=torch.Generator().manual_seed(3), dtype=F64)
+    first = torch.autograd.grad((reads * weights).sum(), inputs, retain_graph=True)
+    second = torch.autograd.grad((reads * weights).sum(), inputs)
+    for a, b in zip(first, second):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_selected_rows_pass_their_gradients_back_to_the_parent_state(kind):
+    """Continuing from `select_rows` (a beam's parents) is differentiable: the same reads and gradients as running
+    each row's history from scratch."""
+    push, pop, value = random_inputs(kind, batch=3, steps=7, seed=19)
+    memory = neural_memory(kind, 4)
+    state = memory.initial_state(3, capacity=7, dtype=F64)
+    first = [memory(state, push[:, t], pop[:, t], value[:, t]) for t in range(4)]
+    index = torch.tensor([2, 0, 0])
+    picked = state.select_rows(index)
+    continued = [memory(picked, push[:, t], pop[:, t], value[:, t]) for t in range(4, 7)]
+    reads = torch.cat([torch.stack(first, 1)[index], torch.stack(continued, 1)], dim=1)
+    history = [torch.cat([x[index, :4], x[:, 4:]], dim=1) for x in (push, pop, value)]
+    expected, _ = run(kind, *history)
+    torch.testing.assert_close(reads, expected)
+    weights = torch.randn(reads.shape, generator=torch.Generator().manual_seed(5), dtype=F64)
+    grads = torch.autograd.grad((reads * weights).sum(), (push, pop, value))
+    expected_grads = torch.autograd.grad((expected * weights).sum(), (push, pop, value))
+    for name, grad, expected_grad in zip(("push", "pop", "value"), grads, expected_grads):
+        torch.testing.assert_close(grad, expected_grad, msg=lambda m: f"d/d{name}: {m}")
+
+
 def test_shapes_are_checked():
     stack, deque = NeuralStack(width=3), NeuralDeque(width=3)
     state = stack.initial_state(2)

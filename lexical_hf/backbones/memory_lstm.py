@@ -138,9 +138,10 @@ class JointSequenceCache(DecoderCache):
         two continuations from one point would write the same rows."""
         if self.memory is None:
             return None
-        values = self.memory.values.clone() if self._shared else self.memory.values
+        if self._shared:
+            return self.memory.select_rows(torch.arange(self.memory.batch_size))
         self._shared = True
-        return replace(self.memory, values=values)
+        return replace(self.memory)
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         self.hidden = self.hidden.index_select(1, beam_idx.to(self.hidden.device))
@@ -293,8 +294,8 @@ def restored_memory(recurrence: JointRecurrence, encoder_outputs: JointEncoderOu
     state = recurrence.new_memory(batch, steps + capacity_steps)
     if ends == 2:  # the DeQue's buffer fills outwards from its middle: after k steps, rows [C - k, C + k)
         state.start -= steps
-    state.values = state.values.index_copy(1, torch.arange(state.start, state.start + rows, device=values.device),
-                                           values.to(state.values.dtype))
+    if rows:
+        state.write_rows(state.start, values.to(state.values.dtype))
     state.strengths = encoder_outputs.memory_strengths.to(state.values.dtype)
     state.read = encoder_outputs.memory_read.to(state.values.dtype)
     state.steps = steps
