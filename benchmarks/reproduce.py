@@ -6,6 +6,7 @@
     python benchmarks/reproduce.py --task scan-jump --row simple --tier paper --seeds 0-9   # GPU tier
     python benchmarks/reproduce.py --task scan-jump --row lstm --seeds 2-4 --extend   # add seeds to a row file
     python benchmarks/reproduce.py --task scan-jump --row simple --publish # only the row's Hub-ready folder
+    python benchmarks/reproduce.py --task reversal --row stack-lstm       # a Table 3 cell of Grefenstette et al., 3 seeds
     python benchmarks/reproduce.py --summarize                             # results/README.md + figures only
 
 (`make reproduce TASK=scan-jump ROW=simple` runs the first form.) One call trains every seed of one cell row
@@ -69,6 +70,36 @@ ROWS = {  # name → (table label, run_lexical arguments)
     "geca": ("LSTM + GECA", ["--lexicon", "none", "--augment", "geca"]),
     "geca-simple": ("+ Lex: Simple + GECA", ["--lexicon", "simple", "--augment", "geca"]),
 }
+# Grefenstette et al. (2015)'s five transduction tasks (its Table 3): task → the `transduction` builder's config. Their
+# rows are the four backbones of that paper; the table reports coarse and fine accuracy on the training lengths
+# (the builder's validation split: fresh samples) and on the test lengths.
+TRANSDUCTION_TASKS = {"copy": "copy", "reversal": "reversal", "bigram-flip": "bigram_flip", "svo-sov": "svo_sov",
+                      "gender-conjugation": "gender_conjugation"}
+TASKS.update({task: (["--benchmark", "transduction", "--benchmark_config", config], "coarse_accuracy",
+                     {"cpu": "0-2", "paper": "0-2"}) for task, config in TRANSDUCTION_TASKS.items()})
+MEMORY_ROWS = {
+    "deep-lstm": ("deep LSTM", ["--backbone", "deep_lstm", "--lexicon", "none"]),
+    "stack-lstm": ("Stack-LSTM", ["--backbone", "stack_lstm", "--lexicon", "none"]),
+    "queue-lstm": ("Queue-LSTM", ["--backbone", "queue_lstm", "--lexicon", "none"]),
+    "deque-lstm": ("DeQue-LSTM", ["--backbone", "deque_lstm", "--lexicon", "none"]),
+}
+ROWS.update(MEMORY_ROWS)
+# Table 3 of Grefenstette et al. (2015), as the specification quotes it: ((train coarse, fine), (test coarse, fine));
+# its deep-LSTM column is the best of 1, 2, 4 and 8 layers, named here.
+PAPER_TABLE_3 = {
+    "copy": {"deep-lstm": ((.98, .98), (.01, .50), "4 layers"), "stack-lstm": ((.89, .94), (.00, .22)),
+             "queue-lstm": ((1.00, 1.00), (1.00, 1.00)), "deque-lstm": ((1.00, 1.00), (1.00, 1.00))},
+    "reversal": {"deep-lstm": ((.95, .98), (.04, .13), "8 layers"), "stack-lstm": ((1.00, 1.00), (1.00, 1.00)),
+                 "queue-lstm": ((.44, .61), (.00, .07)), "deque-lstm": ((1.00, 1.00), (1.00, 1.00))},
+    "bigram-flip": {"deep-lstm": ((.54, .93), (.02, .52), "2 layers"), "stack-lstm": ((.44, .90), (.00, .48)),
+                    "queue-lstm": ((.55, .94), (.55, .98)), "deque-lstm": ((.55, .94), (.53, .98))},
+    "svo-sov": {"deep-lstm": ((.98, .99), (.98, .99), "8 layers"), "stack-lstm": ((1.00, 1.00), (1.00, 1.00)),
+                "queue-lstm": ((1.00, 1.00), (1.00, 1.00)), "deque-lstm": ((1.00, 1.00), (1.00, 1.00))},
+    "gender-conjugation": {"deep-lstm": ((.98, .99), (.99, .99), "8 layers"), "stack-lstm": ((.93, .97), (.93, .97)),
+                           "queue-lstm": ((1.00, 1.00), (1.00, 1.00)), "deque-lstm": ((1.00, 1.00), (1.00, 1.00))},
+}
+TRANSDUCTION_TITLES = {"copy": "copy", "reversal": "reversal", "bigram-flip": "bigram flip", "svo-sov": "SVO→SOV",
+                       "gender-conjugation": "gender conjugation"}
 # The paper's numbers (Akyürek & Andreas 2021, Tables 2, 4, 5), as stated in the project's issues: (mean, std).
 # SyntAtt: the paper's re-run of Russin et al.'s code (its Table 2; results/syntactic_attention.md has v1's own).
 PAPER = {
@@ -172,7 +203,7 @@ def stopped_note(results: dict, label: str) -> str | None:
 
 
 # results/<folder>/ of each task: the issues name the English–Chinese rows results/mt/*.json
-RESULT_FOLDERS = {"eng-cmn": "mt"}
+RESULT_FOLDERS = {"eng-cmn": "mt", **{task: f"transduction/{task}" for task in TRANSDUCTION_TASKS}}
 
 
 def task_folder(task: str) -> str:
@@ -451,6 +482,8 @@ def summarize() -> str:
              ""]
     figures = []
     for task, (_, metric, _) in TASKS.items():
+        if task in TRANSDUCTION_TASKS:  # their own table, below
+            continue
         folder = RESULTS / task_folder(task)
         files = sorted(folder.glob("*.json"), key=table_order) if folder.is_dir() else []
         row_results = [json.loads(path.read_text()) for path in files]
@@ -529,19 +562,73 @@ def summarize() -> str:
 
 
 def transduction_section() -> list[str]:
-    """The Grefenstette et al. (2015) rows (the paper's Table 3 layout), copied from the marked block of
-    results/neural_memory.md, which holds their commands, seeds and per-seed numbers."""
-    path = RESULTS / "neural_memory.md"
-    text = path.read_text() if path.exists() else ""
-    start, end = text.find(TABLE_3_START), text.find(TABLE_3_END)
-    if start < 0 or end < 0:
-        return []
-    block = text[start + len(TABLE_3_START):end].strip("\n")
-    return ["## Transduction with unbounded memory (Grefenstette et al. 2015)", "",
-            "Rows, commands, seeds and per-seed numbers: [`neural_memory.md`](neural_memory.md).", "", block, ""]
+    """Grefenstette et al. (2015)'s Table 3 from the row files `results/transduction/<task>/<row>.json`: coarse / fine
+    accuracy on the training lengths and the test lengths, ours beside the paper's, each seed's test coarse accuracy
+    shown; cells not run yet say so."""
+    lines = ["## Transduction with unbounded memory (Grefenstette et al. 2015, Table 3)", "",
+             "Coarse / fine accuracy (whole sequence correct / share of each target correct before its first error), "
+             "mean ± population std over the seeds; “train” is the builder's validation split (fresh samples of the "
+             "training lengths), “test” lengths 65–128. The paper's deep-LSTM cell is its best of 1, 2, 4 and 8 layers. "
+             "Commands, recipes and what was tried: [`neural_memory.md`](neural_memory.md).", "",
+             "| task | model | ours train | paper train | ours test | paper test | test coarse per seed | seeds | preset "
+             "| training time (sum over seeds) | machine | code |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    recipes = set()
+    for task in TRANSDUCTION_TASKS:
+        for row in MEMORY_ROWS:
+            paper = PAPER_TABLE_3[task][row]
+            label = MEMORY_ROWS[row][0] + (f" ({paper[2]})" if len(paper) > 2 else "")
+            paper_train, paper_test = (f"{coarse:.2f} / {fine:.2f}" for coarse, fine in paper[:2])
+            paths = [path for tier in ("cpu", "paper") if (path := row_file(task, row, tier)).exists()]
+            if not paths:
+                lines.append(f"| {TRANSDUCTION_TITLES[task]} | {label} | not run | {paper_train} | — | {paper_test} "
+                             "| — | — | — | — | — | — |")
+            for path in paths:
+                results = json.loads(path.read_text())
+                lines.append(transduction_row(task, row, path, results, paper_train, paper_test))
+                recipes.add(transduction_recipe(results))
+    lines.append("")
+    lines += [f"Recipe of the rows run: {recipe}.\n" for recipe in sorted(recipes)]
+    return lines
 
 
-TABLE_3_START, TABLE_3_END = "<!-- table 3: start -->", "<!-- table 3: end -->"
+def transduction_row(task: str, row: str, path: Path, results: dict, paper_train: str, paper_test: str) -> str:
+    """One line of the Table 3 section: a row file's cells beside the paper's."""
+    import statistics
+
+    cells = []
+    for split in ("validation", "test"):
+        coarse = [seed[split]["coarse_accuracy"] for seed in results["per_seed"].values()]
+        fine = [seed[split]["fine_accuracy"] for seed in results["per_seed"].values()]
+        cells.append(f"{fmt(statistics.fmean(coarse), statistics.pstdev(coarse), 2)} / "
+                     f"{fmt(statistics.fmean(fine), statistics.pstdev(fine), 2)}")
+    per_seed = " ".join(f"{seed['test']['coarse_accuracy']:.2f}" for seed in results["per_seed"].values())
+    wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
+    machine = " + ".join(dict.fromkeys(part.split(";")[0].strip() for part in results.get("machine", "?").split(" | ")))
+    code = ", ".join(f"`{revision}`" for revision in (results.get("source_revision") or "unrecorded").split(" | "))
+    link = f"[{cells[0]}]({task_folder(task)}/{path.name})"
+    tier = path.stem.partition(".")[2]
+    label = MEMORY_ROWS[row][0] + (f" ({tier} tier)" if tier else "")
+    return (f"| {TRANSDUCTION_TITLES[task]} | {label} | {link} | {paper_train} | {cells[1]} "
+            f"| {paper_test} | {per_seed} | {len(results['seeds'])} | `{results['preset']}` "
+            f"| {wall / 60:.0f} min | {machine} | {code} |")
+
+
+def transduction_recipe(results: dict) -> str:
+    """A Table 3 row's model and training, read from the settings its row file recorded."""
+    model, training = results["model"], results["settings"]["training"]
+    params = results["settings"]["data"].get("benchmark_params") or ""
+    lengths = re.search(r"train_lengths=\[(\d+),\s*(\d+)\]", params)
+    size = re.search(r"train_size=(\d+)", params)
+    parts = [f"{model['num_layers']} × {model['hidden_size']} LSTM, embeddings {model['embedding_size']}"]
+    if model["backbone"] != "deep_lstm":
+        parts.append(f"memory width {model['memory_width']}")
+    if model.get("separate_target_lstm"):
+        parts.append("a target-side LSTM of its own")
+    data = (f"{int(size.group(1)):,} training sequences" if size else "the builder's training sequences") + (
+        f" of lengths {lengths.group(1)}–{lengths.group(2)}" if lengths else " of lengths 8–64")
+    return (f"{model['backbone']}: {', '.join(parts)}; {training['optim']} at learning rate "
+            f"{training['learning_rate']:g}, batch {training['per_device_train_batch_size']}, gradient clipping at "
+            f"{training['max_grad_norm']:g}, {training['max_steps']:,} updates; {data}")
 
 
 def table_order(path):
@@ -605,6 +692,9 @@ def main(argv=None):
         return 0
     if not (args.task and args.row):
         parser.error("--task and --row are required (or --summarize)")
+    if (args.task in TRANSDUCTION_TASKS) != (args.row in MEMORY_ROWS):
+        parser.error(f"--row {args.row} does not run on --task {args.task}: the transduction tasks "
+                     f"({', '.join(TRANSDUCTION_TASKS)}) take the rows {', '.join(MEMORY_ROWS)}, and only they do")
     if args.publish:
         if args.seeds or args.extend:
             parser.error("--publish trains the row file's first seed; it takes neither --seeds nor --extend")

@@ -294,3 +294,44 @@ def test_a_row_stopped_by_a_time_limit_says_how_far_its_seeds_got(reproduce, tmp
     (tmp_path / "scan-jump" / "simple.paper.json").write_text(json.dumps(stopped))
     with pytest.raises(SystemExit, match="stopped by a wall-clock limit after 2,194 updates"):
         reproduce.main(["--task", "scan-jump", "--row", "simple", "--tier", "paper", "--publish"])
+
+
+def transduction_results(test_coarse):
+    """A Table 3 row file as `run_lexical` writes it (the fields the section reads)."""
+    per_seed = {str(seed): {"validation": {"coarse_accuracy": 1.0, "fine_accuracy": 1.0},
+                            "test": {"coarse_accuracy": value, "fine_accuracy": 0.9 + value / 10},
+                            "train_seconds": {"value": 600.0}} for seed, value in enumerate(test_coarse)}
+    return {"seeds": list(range(len(test_coarse))), "preset": "cpu", "machine": "CPU (2 cores); details",
+            "source_revision": "abc1234", "per_seed": per_seed, "summary": {"test": {}, "validation": {}},
+            "model": {"backbone": "stack_lstm", "num_layers": 1, "hidden_size": 64, "embedding_size": 64,
+                      "memory_width": 64, "separate_target_lstm": True},
+            "settings": {"data": {"benchmark_params": "train_lengths=[8,64],train_size=100000"},
+                         "training": {"optim": "rmsprop", "learning_rate": 0.001, "per_device_train_batch_size": 50,
+                                      "max_grad_norm": 1.0, "max_steps": 2000}}}
+
+
+def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cells_not_run(reproduce, tmp_path):
+    (tmp_path / "transduction" / "reversal").mkdir(parents=True)
+    path = tmp_path / "transduction" / "reversal" / "stack-lstm.json"
+    path.write_text(json.dumps(transduction_results([0.9, 0.6, 0.6])))
+    text = reproduce.summarize()
+    section = text[text.index("## Transduction with unbounded memory"):]
+    row = next(line for line in section.splitlines() if line.startswith("| reversal | Stack-LSTM |"))
+    # train: 1.00 ± 0.00 both; test coarse mean 0.70, std 0.1414; fine 0.97 ± 0.01; the paper's 1.00 / 1.00 both
+    assert "[1.00 ± 0.00 / 1.00 ± 0.00](transduction/reversal/stack-lstm.json) | 1.00 / 1.00 |" in row
+    assert "| 0.70 ± 0.14 / 0.97 ± 0.01 | 1.00 / 1.00 | 0.90 0.60 0.60 | 3 | `cpu` | 30 min |" in row
+    assert row.endswith("| `abc1234` |")
+    assert "| copy | Queue-LSTM | not run | 1.00 / 1.00 | — | 1.00 / 1.00 |" in section
+    assert "| reversal | deep LSTM (8 layers) | not run | 0.95 / 0.98 | — | 0.04 / 0.13 |" in section
+    assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + 20  # header + 5 tasks × 4 models
+    recipe = next(line for line in section.splitlines() if line.startswith("Recipe of the rows run"))
+    assert "1 × 64 LSTM" in recipe and "memory width 64" in recipe and "target-side LSTM of its own" in recipe
+    assert "rmsprop at learning rate 0.001, batch 50" in recipe and "100,000 training sequences of lengths 8–64" in recipe
+    assert "## Transduction" not in text[:text.index("## Transduction with unbounded memory")]  # no Table 2 section
+
+
+def test_table_3_tasks_take_only_the_memory_rows(reproduce):
+    with pytest.raises(SystemExit):
+        reproduce.main(["--task", "reversal", "--row", "simple"])
+    with pytest.raises(SystemExit):
+        reproduce.main(["--task", "scan-jump", "--row", "stack-lstm"])
