@@ -6,6 +6,7 @@
     python benchmarks/reproduce.py --task scan-jump --row simple --tier paper --seeds 0-9   # GPU tier
     python benchmarks/reproduce.py --task scan-jump --row lstm --seeds 2-4 --extend   # add seeds to a row file
     python benchmarks/reproduce.py --task scan-jump --row simple --publish # only the row's Hub-ready folder
+    python benchmarks/reproduce.py --task scan-simple --row syntatt       # Syntactic Attention's SCAN splits, 10 seeds
     python benchmarks/reproduce.py --task reversal --row stack-lstm       # a Table 3 cell of Grefenstette et al., 3 seeds
     python benchmarks/reproduce.py --summarize                             # results/README.md + figures only
 
@@ -43,6 +44,10 @@ TASKS = {  # name → (run_lexical arguments, metric reported in the table, defa
     "scan-jump": (["--benchmark", "scan", "--benchmark_config", "addprim_jump"], "exact_match", {"cpu": "0-4", "paper": "0-9"}),
     "scan-around-right": (["--benchmark", "scan", "--benchmark_config", "template_around_right"], "exact_match",
                           {"cpu": "0-4", "paper": "0-9"}),
+    # the other two SCAN splits of Syntactic Attention's paper (the lexicon paper has no column for them)
+    "scan-simple": (["--benchmark", "scan", "--benchmark_config", "simple"], "exact_match", {"cpu": "0-9", "paper": "0-9"}),
+    "scan-turn-left": (["--benchmark", "scan", "--benchmark_config", "addprim_turn_left"], "exact_match",
+                       {"cpu": "0-9", "paper": "0-9"}),
     "cogs": (["--benchmark", "cogs"], "exact_match", {"cpu": "0-2", "paper": "0-9"}),
     "eng-cmn": (["--benchmark", "eng_cmn"], "bleu_paper.score", {"cpu": "0-2", "paper": "0-9"}),
 }
@@ -154,11 +159,32 @@ def geca_note(task: str, rows: list[tuple[str, dict]]) -> str | None:
     return note
 
 
+# Syntactic Attention's own paper (Russin et al. 2019, v1: 5 seeds; around right from a later arXiv version), as the
+# specification quotes it: the second reference of the SyntAtt rows, whose seeds vary widely (hence the median).
+SYNTATT_PAPER = {"scan-simple": "1.00 ± 0.00", "scan-turn-left": "0.983", "scan-jump": "0.911 ± 0.103 (median 0.985)",
+                 "scan-around-right": "0.29 ± 0.35"}
+
+
+def syntatt_note(task: str, rows: list[tuple[str, dict]]) -> str | None:
+    """Under a table with SyntAtt rows: each row's median over its seeds, and Russin et al.'s own number."""
+    import statistics
+
+    medians = [f"{ROWS[row][0]} {statistics.median(metric_values(results, TASKS[task][1])):.2f}"
+               for row, results in rows if row in ("syntatt", "syntatt-simple")]
+    if not medians:
+        return None
+    note = "Median over seeds: " + "; ".join(medians) + "."
+    if task in SYNTATT_PAPER:
+        note += f" Russin et al. (2019) report {SYNTATT_PAPER[task]} for Syntactic Attention on this split."
+    return note
+
+
 # Rows whose recipe or protocol has its own document (linked under a task's table that has one of them).
 ROW_DOCUMENTS = [({"geca", "geca-simple"}, "geca_rows.md", "GECA rows (the recipe each used and why, per-seed numbers)"),
                  ({"syntatt", "syntatt-simple"}, "syntactic_attention.md", "Syntactic Attention rows and presets")]
 TASK_TITLES = {"colors": "Colors (test)", "scan-jump": "SCAN addprim_jump (test)",
-               "scan-around-right": "SCAN template_around_right (test)", "cogs": "COGS",
+               "scan-around-right": "SCAN template_around_right (test)", "scan-simple": "SCAN simple (test)",
+               "scan-turn-left": "SCAN addprim_turn_left (test)", "cogs": "COGS",
                "eng-cmn": "English–Chinese (test, BLEU)"}
 # What a row's split means next to the paper's number, when they differ.
 SPLIT_NOTES = {("cogs", "test"): (
@@ -546,6 +572,8 @@ def summarize() -> str:
         if task in ANALYSIS and (RESULTS / ANALYSIS[task]).exists():
             lines += [f"Where and why this differs from the paper: [`{ANALYSIS[task]}`]({ANALYSIS[task]}).", ""]
         if (note := geca_note(task, [(path.stem.partition(".")[0], results) for path, results in zip(files, row_results)])):
+            lines += [note, ""]
+        if (note := syntatt_note(task, [(path.stem.partition(".")[0], results) for path, results in zip(files, row_results)])):
             lines += [note, ""]
         for rows, document, what in ROW_DOCUMENTS:
             if done & rows and (RESULTS / document).exists():

@@ -335,3 +335,14 @@ def test_table_3_tasks_take_only_the_memory_rows(reproduce):
         reproduce.main(["--task", "reversal", "--row", "simple"])
     with pytest.raises(SystemExit):
         reproduce.main(["--task", "scan-jump", "--row", "stack-lstm"])
+
+
+def test_syntatt_rows_give_their_median_and_russin_et_al_s_number(reproduce, tmp_path):
+    (tmp_path / "scan-simple").mkdir()
+    (tmp_path / "scan-simple" / "syntatt.json").write_text(json.dumps(fake_results([1.0, 0.2, 0.9, 0.95])))
+    text = reproduce.summarize()
+    section = text[text.index("## SCAN simple (test)"):]
+    assert "| SyntAtt | [0.76 ± 0.33](scan-simple/syntatt.json) | — |" in section  # no lexicon-paper column
+    note = next(line for line in section.splitlines() if line.startswith("Median over seeds"))
+    assert "SyntAtt 0.93" in note and "Russin et al. (2019) report 1.00 ± 0.00" in note
+    assert "## SCAN addprim_turn_left" not in text  # no row there yet, and no lexicon-paper number to show
