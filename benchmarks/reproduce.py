@@ -479,6 +479,18 @@ def fmt(mean, std, digits):
     return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+def machine_cell(results: dict) -> str:
+    """The device part of each machine that ran seeds of the row (" | " between runs on different machines)."""
+    return " + ".join(dict.fromkeys(part.split(";")[0].strip() for part in results.get("machine", "?").split(" | ")))
+
+
+def code_cell(results: dict, unrecorded: str) -> str:
+    """One revision per run that trained seeds of the row (" | " in the row file; a pipe would split the cell)."""
+    if not results.get("source_revision"):
+        return unrecorded
+    return ", ".join(f"`{revision}`" for revision in results["source_revision"].split(" | "))
+
+
 def summarize() -> str:
     import statistics
 
@@ -534,11 +546,7 @@ def summarize() -> str:
             wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
             seeds = results["seeds"]
             seed_text = f"{len(seeds)} ({seeds[0]}–{seeds[-1]})" if seeds == list(range(seeds[0], seeds[-1] + 1)) else str(seeds)
-            # the device part of each machine that ran seeds of the row (" | " between runs on different machines)
-            machine = " + ".join(dict.fromkeys(part.split(";")[0].strip() for part in results.get("machine", "?").split(" | ")))
-            # one revision per run that trained seeds of the row (" | " in the row file; a pipe would split the cell)
-            code = (", ".join(f"`{revision}`" for revision in results["source_revision"].split(" | "))
-                    if results.get("source_revision") else "before d8e876d")
+            machine, code = machine_cell(results), code_cell(results, "before d8e876d")
             link = f"[{fmt(mean, std, digits)}]({task_folder(task)}/{path.name})"
             if task == "eng-cmn":
                 one_shot = metric_values(results, "bleu_paper_one_shot.score")
@@ -631,8 +639,7 @@ def transduction_row(task: str, row: str, path: Path, results: dict, paper_train
                      f"{fmt(statistics.fmean(fine), statistics.pstdev(fine), 2)}")
     per_seed = " ".join(f"{seed['test']['coarse_accuracy']:.2f}" for seed in results["per_seed"].values())
     wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
-    machine = " + ".join(dict.fromkeys(part.split(";")[0].strip() for part in results.get("machine", "?").split(" | ")))
-    code = ", ".join(f"`{revision}`" for revision in (results.get("source_revision") or "unrecorded").split(" | "))
+    machine, code = machine_cell(results), code_cell(results, "unrecorded")
     link = f"[{cells[0]}]({task_folder(task)}/{path.name})"
     tier = path.stem.partition(".")[2]
     label = MEMORY_ROWS[row][0] + (f" ({tier} tier)" if tier else "")

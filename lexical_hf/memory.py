@@ -171,8 +171,7 @@ class RowGradients:
         """The gradient (B, count, m) of rows ``start …`` (zeros if no read reached them), zeroed here."""
         if self.grad is None:
             return torch.zeros_like(like)
-        start += self.shift - shift_then
-        rows = self.grad[:, start:start + count]
+        rows = self._rows(start, count, shift_then, like)
         taken = rows.clone()
         rows.zero_()
         return taken
