@@ -217,6 +217,9 @@ def stopped_note(results: dict, label: str) -> str | None:
     training = results.get("training", {})
     if not updates or updates["min"] >= training["max_steps"]:
         return None
+    timed_out = any(seed.get("train_seconds", {}).get("stopped_by_time_limit") for seed in results["per_seed"].values())
+    if results.get("settings", {}).get("stop_at_train_loss") and not timed_out:
+        return None  # trained to convergence (`--stop_at_train_loss`): the recipe, not a reduced run
     batch = f"{training['per_device_train_batch_size']}" + (
         f" × {training['gradient_accumulation_steps']}" if (training.get("gradient_accumulation_steps") or 1) > 1 else "")
     reached = f"{updates['min']:,}" + (f"–{updates['max']:,}" if updates["max"] != updates["min"] else "")
@@ -607,7 +610,7 @@ def transduction_section() -> list[str]:
              "training lengths), “test” lengths 65–128. The paper's deep-LSTM cell is its best of 1, 2, 4 and 8 layers. "
              "Commands, recipes and what was tried: [`neural_memory.md`](neural_memory.md).", "",
              "| task | model | ours train | paper train | ours test | paper test | test coarse per seed | seeds | preset "
-             "| training time (sum over seeds) | machine | code |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| training time (sum over seeds; each seed's updates) | machine | code |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     recipes = set()
     for task in TRANSDUCTION_TASKS:
         for row in MEMORY_ROWS:
@@ -639,13 +642,16 @@ def transduction_row(task: str, row: str, path: Path, results: dict, paper_train
                      f"{fmt(statistics.fmean(fine), statistics.pstdev(fine), 2)}")
     per_seed = " ".join(f"{seed['test']['coarse_accuracy']:.2f}" for seed in results["per_seed"].values())
     wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
+    updates = [seed["train_seconds"]["updates"] for seed in results["per_seed"].values()
+               if "updates" in seed.get("train_seconds", {})]
+    time_cell = f"{wall / 60:.0f} min" + (f" ({' '.join(f'{n:,}' for n in updates)} updates)" if updates else "")
     machine, code = machine_cell(results), code_cell(results, "unrecorded")
     link = f"[{cells[0]}]({task_folder(task)}/{path.name})"
     tier = path.stem.partition(".")[2]
     label = MEMORY_ROWS[row][0] + (f" ({tier} tier)" if tier else "")
     return (f"| {TRANSDUCTION_TITLES[task]} | {label} | {link} | {paper_train} | {cells[1]} "
             f"| {paper_test} | {per_seed} | {len(results['seeds'])} | `{results['preset']}` "
-            f"| {wall / 60:.0f} min | {machine} | {code} |")
+            f"| {time_cell} | {machine} | {code} |")
 
 
 def transduction_recipe(results: dict) -> str:
@@ -661,9 +667,14 @@ def transduction_recipe(results: dict) -> str:
         parts.append("a target-side LSTM of its own")
     data = (f"{int(size.group(1)):,} training sequences" if size else "the builder's training sequences") + (
         f" of lengths {lengths.group(1)}–{lengths.group(2)}" if lengths else " of lengths 8–64")
+    updates = f"{training['max_steps']:,} updates"
+    if target := results["settings"].get("stop_at_train_loss"):
+        window = f" (the mean over {training['logging_steps']:,} updates)" if training.get("logging_steps") else ""
+        updates = (f"to convergence: until the first logged training loss{window} at or below {target:g}, "
+                   f"at most {updates}")
     return (f"{model['backbone']}: {', '.join(parts)}; {training['optim']} at learning rate "
             f"{training['learning_rate']:g}, batch {training['per_device_train_batch_size']}, gradient clipping at "
-            f"{training['max_grad_norm']:g}, {training['max_steps']:,} updates; {data}")
+            f"{training['max_grad_norm']:g}, {updates}; {data}")
 
 
 def table_order(path):

@@ -328,6 +328,26 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     assert "1 × 64 LSTM" in recipe and "memory width 64" in recipe and "target-side LSTM of its own" in recipe
     assert "rmsprop at learning rate 0.001, batch 50" in recipe and "100,000 training sequences of lengths 8–64" in recipe
     assert "## Transduction" not in text[:text.index("## Transduction with unbounded memory")]  # no Table 2 section
+    # a row trained to convergence: each seed's updates in the time cell, the stop in the recipe, and no
+    # "reduced" note (stopping before the cap is the recipe, not a time limit)
+    converged = transduction_results([1.0, 1.0, 0.5])
+    converged["settings"]["stop_at_train_loss"] = 0.001
+    converged["settings"]["training"].update(max_steps=6000, logging_steps=100)
+    for seed, updates in zip(converged["per_seed"].values(), (2600, 3100, 6000)):
+        seed["train_seconds"].update(updates=updates, stopped_by_time_limit=False, stopped_by_train_loss=updates < 6000)
+    converged.update(train_updates={"min": 2600, "max": 6000}, training=converged["settings"]["training"])
+    (tmp_path / "transduction" / "copy").mkdir()
+    (tmp_path / "transduction" / "copy" / "queue-lstm.json").write_text(json.dumps(converged))
+    section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
+    row = next(line for line in section.splitlines() if line.startswith("| copy | Queue-LSTM |"))
+    assert "| 30 min (2,600 3,100 6,000 updates) |" in row
+    assert ("to convergence: until the first logged training loss (the mean over 100 updates) at or below 0.001, at "
+            "most 6,000 updates") in section
+    assert reproduce.stopped_note(converged, "row") is None
+    converged["per_seed"]["1"]["train_seconds"]["stopped_by_time_limit"] = True
+    converged["settings"]["max_train_minutes"] = 30.0
+    converged["training"]["warmup_steps"] = 0
+    assert "were stopped by a 30-minute training limit" in reproduce.stopped_note(converged, "row")
 
 
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):

@@ -323,6 +323,7 @@ def test_bad_arguments_fail_clearly(tmp_path, capsys):
                            (["--benchmark", "scan", "--train_file", str(tmp_path / "pairs.tsv")], "leave out --benchmark"),
                            (["--model_card_template", str(tmp_path / "missing.md")], "--model_card_template"),
                            (["--max_train_minutes", "0"], "--max_train_minutes must be a positive"),
+                           (["--stop_at_train_loss", "nan"], "--stop_at_train_loss must be a positive"),
                            (["--validation_fraction", "1.5"], "--validation_fraction must be in (0, 1)"),
                            (["--train_file", str(tmp_path / "pairs.tsv"), "--validation_file", str(tmp_path / "dev.tsv"),
                              "--validation_fraction", "0.2"], "does not go with --validation_file"),
@@ -639,6 +640,33 @@ def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_
     results = json.loads((out / "results.json").read_text())
     assert results["train_updates"] == {"min": training["updates"], "max": training["updates"]}
     assert results["settings"]["max_train_minutes"] == 0.02
+
+
+def test_a_training_loss_target_ends_training_at_the_first_logged_loss_below_it(tmp_path):
+    """--stop_at_train_loss ends a seed at the first logged training loss at or below the target (max_steps is only
+    the cap); that update is evaluated and saved, and metrics.json, results.json and the settings say what happened.
+    A target the loss never reaches leaves the run to max_steps."""
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors", "--max_steps", "30")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    for target, out in (("1000", tmp_path / "reached"), ("1e-9", tmp_path / "never")):
+        result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
+                                 "--validation_file", str(tmp_path / "dev.tsv"), "--max_steps", "12",
+                                 "--eval_steps", "1000", "--logging_steps", "4", "--stop_at_train_loss", target,
+                                 "--keep_seed_checkpoints", "true", "--output_dir", str(out)],
+                                capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        training = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())["train_seconds"]
+        results = json.loads((out / "results.json").read_text())
+        assert results["settings"]["stop_at_train_loss"] == float(target)
+        if target == "1000":  # the first log (update 4) is below it: stopped there, evaluated once and saved
+            assert training["stopped_by_train_loss"] is True and training["updates"] == 4
+            assert (result.stdout + result.stderr).count("'eval_exact_match'") == 1
+            assert (out / "seeds" / "seed-0" / "checkpoint-4").is_dir()
+        else:
+            assert training["stopped_by_train_loss"] is False and training["updates"] == 12
+        assert results["train_updates"] == {"min": training["updates"], "max": training["updates"]}
 
 
 def test_validation_exact_match_never_counts_a_reference_with_an_unknown_word():

@@ -335,9 +335,10 @@ def test_a_run_trains_and_tests_on_the_data_benchmark_params_describe(tmp_path):
 def test_the_cpu_preset_is_the_recipe_that_learned_reversal(backbone):
     """The `cpu` preset on the transduction tasks is the recipe measured in results/neural_memory.md: the paper's
     training lengths, batches of 50 drawn at random (grouping by length cost the Queue-LSTM its length
-    generalisation), Adam, one pass over the training set; the memory controllers 1 × 64 with a target-side LSTM
-    of their own (with one LSTM over the joint sequence the Stack-LSTM never found the stack); the deep LSTM the
-    paper's network."""
+    generalisation), Adam, at most one pass over the training set, to convergence (the first logged training loss
+    at or below 0.001; the Queue-LSTM found copy after 3,000 updates on one seed); the memory controllers 1 × 64 with
+    a target-side LSTM of their own (with one LSTM over the joint sequence the Stack-LSTM never found the stack); the
+    deep LSTM the paper's network. Both presets train to convergence, as the paper does."""
     from lexical_hf.data.loading import _check_config_overrides
     from lexical_hf.training.arguments import preset_defaults
 
@@ -347,12 +348,14 @@ def test_the_cpu_preset_is_the_recipe_that_learned_reversal(backbone):
     assert overrides["train_lengths"] == (8, 64)
     assert overrides["train_size"] == values["max_steps"] * values["per_device_train_batch_size"]  # one pass
     assert values["optim"] == "adamw_torch" and values["weight_decay"] == 0.0 and values["max_grad_norm"] == 1.0
+    assert values["max_steps"] == 6000 and values["stop_at_train_loss"] == 0.001 and values["logging_steps"] == 100
     memory = backbone != "deep_lstm"
     assert values.get("separate_target_lstm", False) is memory
     assert values["hidden_size"] == (64 if memory else 128)
     _, paper = preset_defaults(backbone, "paper", "transduction", "copy")
     assert "benchmark_params" not in paper and paper["per_device_train_batch_size"] == 10  # the paper's protocol
     assert paper["optim"] == "rmsprop" and "separate_target_lstm" not in paper
+    assert paper["stop_at_train_loss"] == 0.001 and paper["max_steps"] == 100000
 
 
 def test_the_separate_target_lstm_flag_reaches_the_saved_model(tmp_path):

@@ -110,6 +110,7 @@ class ExperimentArguments:
     group_by_target_length: bool = field(default=False, metadata={"help": "with train_sampling_strategy=group_by_length, group batches by source + target length instead of the source alone (faster, but SCAN jump generalised worse: see docs/ARCHITECTURE.md)"})
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
     max_train_minutes: float | None = field(default=None, metadata={"help": "stop each seed's training after this many minutes of wall-clock time (a lent machine's time limit); the weights reached are evaluated (and saved, as a selection candidate), and metrics.json records the updates done. A seed stopped early is a reduced run: say so"})
+    stop_at_train_loss: float | None = field(default=None, metadata={"help": "end each seed's training once a logged training loss (the mean over the last --logging_steps updates) is at most this value: training to convergence, with max_steps as the cap; the weights reached are evaluated, and metrics.json records the updates done"})
     seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
     publish_seed: int | None = field(default=None, metadata={"help": "internal: the seed whose weights are published"})
 
@@ -237,6 +238,9 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
         raise ValueError("--augment_preset / --augment_params set the augmentation: add --augment geca")
     if experiment_args.max_train_minutes is not None and not experiment_args.max_train_minutes > 0:
         raise ValueError(f"--max_train_minutes must be a positive number of minutes, got {experiment_args.max_train_minutes}")
+    if experiment_args.stop_at_train_loss is not None and not (math.isfinite(experiment_args.stop_at_train_loss)
+                                                               and experiment_args.stop_at_train_loss > 0):
+        raise ValueError(f"--stop_at_train_loss must be a positive number, got {experiment_args.stop_at_train_loss}")
     if experiment_args.selection not in ("validation", "final"):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
     if training_args.label_smoothing_factor:

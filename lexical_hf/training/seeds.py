@@ -23,7 +23,7 @@ from .augmenting import augmentation_settings, augmented_training_split
 from .collator import CheckedDataCollator
 from .checkpoints import CheckpointDigests, TrainingClock, last_complete_checkpoint, load_weights, recorded_training_seconds
 from .publish import write_json_atomic
-from .trainer import LexicalSeq2SeqTrainer, WallClockLimit, validation_exact_match
+from .trainer import LexicalSeq2SeqTrainer, TrainingLossStop, WallClockLimit, validation_exact_match
 
 logger = logging.getLogger("lexical_hf.training")
 
@@ -32,7 +32,8 @@ logger = logging.getLogger("lexical_hf.training")
 TRAINING_SETTINGS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
                      "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy",
-                     "generation_num_beams", "eval_strategy", "eval_steps", "tf32")
+                     "generation_num_beams", "eval_strategy", "eval_steps", "tf32",
+                     "logging_steps")  # --stop_at_train_loss reads the loss logged every logging_steps updates
 # With --torch_compile the batches are padded to a multiple of this length (source and target), so that the compiled
 # step sees a few shapes (it is traced once per shape), and dynamo may keep that many traces
 COMPILED_BUCKET = 16
@@ -71,6 +72,7 @@ def seed_settings(args, lexicon) -> dict:
         "selection": experiment_args.selection,
         "group_by_target_length": experiment_args.group_by_target_length,
         "max_train_minutes": experiment_args.max_train_minutes,
+        "stop_at_train_loss": experiment_args.stop_at_train_loss,
         "augmentation": augmentation_settings(data_args),
     }
     return json.loads(json.dumps(settings, default=str))
@@ -157,12 +159,16 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     if experiment_args.max_train_minutes is not None:
         time_limit = WallClockLimit(60 * experiment_args.max_train_minutes)
         trainer.add_callback(time_limit)
+    loss_stop = None
+    if experiment_args.stop_at_train_loss is not None:
+        loss_stop = TrainingLossStop(experiment_args.stop_at_train_loss)
+        trainer.add_callback(loss_stop)
     resume = last_complete_checkpoint(seed_dir) if training_args.resume_from_checkpoint else None
     seconds_before = recorded_training_seconds(seed_dir).get(Path(resume).name) if resume else 0.0
     clock = TrainingClock(seed_dir, seconds_before or 0.0)
     trainer.add_callback(clock)
     trainer.add_callback(CheckpointDigests())
-    finished = resume is not None and finished_training(resume, seed_args)
+    finished = resume is not None and finished_training(resume, seed_args, experiment_args.stop_at_train_loss)
     if finished:
         # killed after its last update (e.g. while decoding the test split): the Trainer would train one update
         # more; the end of training is restored instead (the best checkpoint's weights when selecting on validation)
@@ -181,11 +187,15 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
                                      batch_size=seed_args.per_device_eval_batch_size,
                                      num_beams=seed_args.generation_num_beams or 1)
         metrics[split] = evaluation.benchmark_metrics(raw, split, predictions)
-    # the updates done: fewer than max_steps when the wall-clock limit ended training (a reduced run); the time of
-    # every segment of a resumed seed, or of the last one only when the earlier ones were not recorded
+    # the updates done: fewer than max_steps when the wall-clock limit (a reduced run) or the training loss ended
+    # training; the time of every segment of a resumed seed, or of the last one only when the earlier ones were not
+    # recorded
     metrics["train_seconds"] = {"value": (seconds_before or 0.0) if finished else clock.seconds,
                                 "updates": trainer.state.global_step,
                                 "stopped_by_time_limit": bool(time_limit and time_limit.stopped)}
+    if loss_stop is not None:
+        metrics["train_seconds"]["stopped_by_train_loss"] = loss_stop.stopped or (
+            finished and trainer.state.global_step < seed_args.max_steps)
     if resume and seconds_before is None:
         metrics["train_seconds"]["earlier_segments_unrecorded"] = True
     if augmentation is not None:
@@ -193,10 +203,14 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     return trainer, metrics
 
 
-def finished_training(checkpoint: str, seed_args) -> bool:
-    """Whether the checkpoint was saved at the run's last update (max_steps reached)."""
+def finished_training(checkpoint: str, seed_args, stop_at_train_loss: float | None = None) -> bool:
+    """Whether the checkpoint was saved at the run's last update: max_steps reached, or (with `stop_at_train_loss`)
+    its last logged training loss at or below that value."""
     state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
-    return seed_args.max_steps > 0 and state.get("global_step", 0) >= seed_args.max_steps
+    if seed_args.max_steps > 0 and state.get("global_step", 0) >= seed_args.max_steps:
+        return True
+    losses = [entry["loss"] for entry in state.get("log_history", []) if "loss" in entry]
+    return stop_at_train_loss is not None and bool(losses) and losses[-1] <= stop_at_train_loss
 
 
 def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir: Path, build_model) -> dict:

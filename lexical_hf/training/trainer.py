@@ -90,6 +90,23 @@ class WallClockLimit(TrainerCallback):
         return control
 
 
+class TrainingLossStop(TrainerCallback):
+    """Ends training at the first logged training loss (the mean over the last `logging_steps` updates) at or below
+    `loss`: training to convergence, `max_steps` being the cap. Like `WallClockLimit`, the update that ends training
+    is evaluated and saved when the run evaluates. `stopped` says whether the loss ended training."""
+
+    def __init__(self, loss: float):
+        self.loss, self.stopped = loss, False
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.global_step < state.max_steps and (logs or {}).get("loss", float("inf")) <= self.loss:
+            self.stopped = True
+            control.should_training_stop = True
+            if args.eval_strategy != "no":
+                control.should_evaluate = control.should_save = True
+        return control
+
+
 def decode(tokenizer, ids) -> list[str]:
     """Target strings of generated or label ids (-100 read as padding)."""
     ids = np.where(np.asarray(ids) < 0, tokenizer.pad_token_id, np.asarray(ids))
