@@ -31,6 +31,7 @@ import time
 import torch
 
 from lexical_hf.memory import max0, min_left, neural_memory
+from lexical_hf.training.provenance import code_revision
 
 KINDS = ("stack", "queue", "deque")
 
@@ -158,7 +159,7 @@ def machine() -> dict:
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     return {"cpu_count": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
             "python": platform.python_version(), "processor": platform.processor() or platform.machine(),
-            "uptime_before": uptime}
+            "uptime_before": uptime, "code": code_revision()}
 
 
 def markdown(report: dict) -> str:
@@ -170,7 +171,7 @@ def markdown(report: dict) -> str:
         "",
         f"Batch B = {settings['batch']}, value width m = {settings['width']}, float32, CPU, "
         f"{machine_info['torch_threads']} torch thread; {machine_info['cpu_count']} CPUs ({machine_info['processor']}), "
-        f"torch {machine_info['torch']}, Python {machine_info['python']}. A step is one pop/push/read of the whole "
+        f"torch {machine_info['torch']}, Python {machine_info['python']}, code {machine_info.get('code', 'unrecorded')}. A step is one pop/push/read of the whole "
         "batch. Steps/s = T / (time of T steps + the backward pass through them), or of T steps alone (forward, "
         "under no_grad), measured in CPU time of the process (one thread, so time spent waiting for a CPU does not "
         f"count), fastest of {settings['repeats']} runs at T <= 64 and {settings['long_repeats']} at T > 64, the two "
@@ -189,7 +190,7 @@ def markdown(report: dict) -> str:
         )
     lines += [
         "",
-        f"Load: the {machine_info['cpu_count']} CPUs are shared with other engineers' processes. `uptime` before: "
+        f"Load: the {machine_info['cpu_count']} CPUs are shared with other processes. `uptime` before: "
         f"`{machine_info['uptime_before']}`; load averages after: {report['load_average_after']}. With the load "
         "above the CPU count, wall times mostly measure the waiting (the JSON has them: steps per wall second, "
         "fastest and median); CPU time still moves with cache and memory-bandwidth contention.",
