@@ -669,6 +669,29 @@ def test_a_training_loss_target_ends_training_at_the_first_logged_loss_below_it(
         assert results["train_updates"] == {"min": training["updates"], "max": training["updates"]}
 
 
+def test_a_checkpoint_is_the_end_of_training_at_max_steps_or_at_the_loss_target(tmp_path):
+    """--resume_from_checkpoint reads a seed whose last checkpoint ended training instead of training it further: the
+    checkpoint of the max_steps-th update, or with --stop_at_train_loss one whose last logged loss reached the target."""
+    from types import SimpleNamespace
+
+    from lexical_hf.training.seeds import finished_training
+
+    def checkpoint(step, losses):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        log = [{"loss": loss, "step": 100 * (k + 1)} for k, loss in enumerate(losses)] + [{"eval_loss": 0.5}]
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": log}))
+        return str(folder)
+
+    args = SimpleNamespace(max_steps=6000)
+    assert finished_training(checkpoint(6000, [2.0, 1.0]), args)
+    converged = checkpoint(300, [2.0, 0.1, 0.0009])
+    assert finished_training(converged, args, stop_at_train_loss=0.001)
+    assert not finished_training(converged, args)  # without the target it is a checkpoint on the way
+    assert not finished_training(checkpoint(200, [2.0, 0.1]), args, stop_at_train_loss=0.001)
+    assert not finished_training(checkpoint(100, []), args, stop_at_train_loss=0.001)
+
+
 def test_validation_exact_match_never_counts_a_reference_with_an_unknown_word():
     from lexical_hf.training.trainer import validation_exact_match
 
