@@ -623,17 +623,18 @@ def transduction_section() -> list[str]:
                              "| — | — | — | — | — | — |")
             for path in paths:
                 results = json.loads(path.read_text())
-                lines.append(transduction_row(task, row, path, results, paper_train, paper_test))
+                lines.append(transduction_row(task, row, path, results, paper))
                 recipes.add(transduction_recipe(results))
     lines.append("")
     lines += [f"Recipe of the rows run: {recipe}.\n" for recipe in sorted(recipes)]
     return lines
 
 
-def transduction_row(task: str, row: str, path: Path, results: dict, paper_train: str, paper_test: str) -> str:
-    """One line of the Table 3 section: a row file's cells beside the paper's."""
+def transduction_row(task: str, row: str, path: Path, results: dict, paper: tuple) -> str:
+    """One line of the Table 3 section: a row file's cells beside the paper's (`PAPER_TABLE_3[task][row]`)."""
     import statistics
 
+    paper_train, paper_test = (f"{coarse:.2f} / {fine:.2f}" for coarse, fine in paper[:2])
     cells = []
     for split in ("validation", "test"):
         coarse = [seed[split]["coarse_accuracy"] for seed in results["per_seed"].values()]
@@ -649,6 +650,8 @@ def transduction_row(task: str, row: str, path: Path, results: dict, paper_train
     link = f"[{cells[0]}]({task_folder(task)}/{path.name})"
     tier = path.stem.partition(".")[2]
     label = MEMORY_ROWS[row][0] + (f" ({tier} tier)" if tier else "")
+    if len(paper) > 2:  # the paper's deep-LSTM cell is its best depth; say ours beside it
+        label += f" ({results['model']['num_layers']} layers; the paper's: {paper[2]})"
     return (f"| {TRANSDUCTION_TITLES[task]} | {label} | {link} | {paper_train} | {cells[1]} "
             f"| {paper_test} | {per_seed} | {len(results['seeds'])} | `{results['preset']}` "
             f"| {time_cell} | {machine} | {code} |")

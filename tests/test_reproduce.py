@@ -348,6 +348,12 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     converged["settings"]["max_train_minutes"] = 30.0
     converged["training"]["warmup_steps"] = 0
     assert "were stopped by a 30-minute training limit" in reproduce.stopped_note(converged, "row")
+    # a deep-LSTM row says its depth beside the depth of the paper's best cell
+    deep = transduction_results([0.0, 0.0, 0.0])
+    deep["model"].update(backbone="deep_lstm", num_layers=2, hidden_size=128)
+    (tmp_path / "transduction" / "reversal" / "deep-lstm.json").write_text(json.dumps(deep))
+    section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
+    assert "| reversal | deep LSTM (2 layers; the paper's: 8 layers) | [1.00 ± 0.00 / 1.00 ± 0.00]" in section
 
 
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):
