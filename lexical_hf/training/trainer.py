@@ -84,10 +84,15 @@ class WallClockLimit(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step < state.max_steps and time.perf_counter() - self.start >= self.seconds:
             self.stopped = True
-            control.should_training_stop = True
-            if args.eval_strategy != "no":
-                control.should_evaluate = control.should_save = True
+            end_training_here(args, control)
         return control
+
+
+def end_training_here(args, control) -> None:
+    """Stop after the update in flight, evaluating and saving it when the run evaluates (a selection candidate)."""
+    control.should_training_stop = True
+    if args.eval_strategy != "no":
+        control.should_evaluate = control.should_save = True
 
 
 class TrainingLossStop(TrainerCallback):
@@ -101,9 +106,7 @@ class TrainingLossStop(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.global_step < state.max_steps and (logs or {}).get("loss", float("inf")) <= self.loss:
             self.stopped = True
-            control.should_training_stop = True
-            if args.eval_strategy != "no":
-                control.should_evaluate = control.should_save = True
+            end_training_here(args, control)
         return control
 
 
