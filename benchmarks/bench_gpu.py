@@ -150,6 +150,69 @@ def time_updates(mode: str, tokenizer, lexicon, size: str, work: list[dict], war
             "warmup_updates": warmup + len(seen - {padded_shape(batch) for batch in work[:warmup]})}
 
 
+def graphed_updates(tokenizer, lexicon, size: str, work: list[dict], warmup: int) -> dict:
+    """ms per update of the static step captured whole (forward, backward, clipping, AdamW) into one CUDA graph and
+    replayed: no compilation and no launches, so the time is the kernels' own. Every batch is padded to the largest
+    shape in `work`, so that one graph serves them all; each update copies its batch into the graph's input buffers."""
+    model = build(tokenizer, lexicon, size, static=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.998), weight_decay=0.0, fused=True,
+                                  capturable=True)
+    source_length = max(batch["input_ids"].shape[1] for batch in work)
+    target_length = max(batch["labels"].shape[1] for batch in work)
+    fill = {"input_ids": tokenizer.pad_token_id, "attention_mask": 0, "labels": -100}
+    length = {"input_ids": source_length, "attention_mask": source_length, "labels": target_length}
+    inputs = {key: torch.full((len(work[0][key]), length[key]), fill[key], dtype=work[0][key].dtype, device=device())
+              for key in fill}
+
+    def load(batch):
+        for key, buffer in inputs.items():
+            buffer.fill_(fill[key])
+            buffer[:, : batch[key].shape[1]].copy_(batch[key])
+
+    def update():
+        loss = model(**inputs).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        optimizer.step()
+
+    start = time.perf_counter()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # eager updates first: optimizer state, cuBLAS workspaces
+        for batch in work[: max(warmup, 2)]:
+            load(batch)
+            optimizer.zero_grad(set_to_none=True)
+            update()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        update()
+    synchronize()
+    capture_seconds = time.perf_counter() - start
+    timed = work[warmup:]
+    start = time.perf_counter()
+    for batch in timed:
+        load(batch)
+        graph.replay()
+    synchronize()
+    seconds = time.perf_counter() - start
+    return {"ms_per_update": 1000 * seconds / len(timed), "updates": len(timed), "warmup_seconds": capture_seconds,
+            "warmup_updates": max(warmup, 2), "batch_size": len(work[0]["input_ids"]),
+            "padded_shape": [source_length, target_length]}
+
+
+def graphed_or_error(*args) -> dict:
+    """`graphed_updates`, or what went wrong (a capture error is a result too: the other modes are still reported)."""
+    try:
+        return graphed_updates(*args)
+    except Exception as error:  # noqa: BLE001
+        print(f"graphed: {type(error).__name__}: {error}", flush=True)
+        return {"error": f"{type(error).__name__}: {error}"[:1000]}
+    finally:
+        torch.cuda.empty_cache()
+
+
 def device_agreement(tokenizer, lexicon, work: list[dict]) -> dict | None:
     """On CUDA: the largest difference between the CPU's loss and gradients and the device's, eager (the fused LSTM
     cell) and static, for the paper-size model on one batch in float32 without TF32. None on a CPU."""
@@ -248,13 +311,24 @@ def write(out: Path, *new_entries: dict) -> None:
                   f"Fast mode: torch.compile backend `{e['compile_backend']}`.", "",
                   "| mode | ms per update | warm-up (compile) s | warm-up updates | updates timed |", "|---|---|---|---|---|"]
         for mode, m in e["modes"].items():
-            lines.append(f"| {mode} | {m['ms_per_update']:.1f} | {m['warmup_seconds']:.1f} | {m.get('warmup_updates', '')} | "
+            lines.append(f"| {mode} | failed: {m['error']} | | | |" if "error" in m else
+                         f"| {mode} | {m['ms_per_update']:.1f} | {m['warmup_seconds']:.1f} | {m.get('warmup_updates', '')} | "
                          f"{m['updates']} |")
-        lines += ["", f"- eager ms ÷ fast ms: **{e['speedup_fast_over_eager']:.2f}×** (above 1: fast is faster; static "
-                      f"without compilation: {e['speedup_static_over_eager']:.2f}×)",
+        speedups = e.get("speedup_over_eager") or {  # entries written before the graphed mode existed
+            "fast": e["speedup_fast_over_eager"], "static": e["speedup_static_over_eager"]}
+        lines += ["", "- eager ms ÷ mode ms (above 1: faster than eager): "
+                  + ", ".join(f"{mode} **{ratio:.2f}×**" for mode, ratio in speedups.items()),
                   f"- compute floor: {e['floor_ms']:.2f} ms per update ({e['flops_per_update'] / 1e12:.3f} TFLOP at a "
-                  f"measured {e['matmul_tflops']:.1f} TFLOP/s); fast is {e['modes']['fast']['ms_per_update'] / e['floor_ms']:.1f}× "
-                  "the floor"]
+                  f"measured {e['matmul_tflops']:.1f} TFLOP/s); "
+                  + ", ".join(f"{mode} is {m['ms_per_update'] / e['floor_ms']:.1f}× the floor"
+                              for mode, m in e["modes"].items() if "error" not in m)]
+        for g in e.get("graphed_batch_sizes", []):
+            if "error" in g:
+                lines.append(f"- graphed at another batch size: failed: {g['error']}")
+                continue
+            lines.append(f"- graphed at batch {g['batch_size']} (padded to {g['padded_shape'][0]} × {g['padded_shape'][1]}): "
+                         f"{g['ms_per_update']:.1f} ms per update, {1000 * g['batch_size'] / g['ms_per_update']:.0f} "
+                         "training pairs/s")
         for c in e.get("concurrent", []):
             lines.append(f"- {c['processes']} seeds at once (processes): {c['ms_per_update_mean']:.1f} ms per update "
                          f"each, {c['updates_per_second_all']:.1f} updates/s in all")
@@ -276,6 +350,12 @@ def main(argv=None) -> None:
     parser.add_argument("--updates", type=int, default=30, help="timed updates per mode")
     parser.add_argument("--warmup", type=int, default=10, help="untimed updates first (compilation happens there)")
     parser.add_argument("--seeds-at-once", default="1,8", help="process counts for the concurrent measurement")
+    parser.add_argument("--modes", default="eager,static,fast",
+                        help="which to time, of eager, static, fast and graphed (CUDA only: the static step captured "
+                             "into one CUDA graph)")
+    parser.add_argument("--graphed-batch-sizes", default="",
+                        help="also time the graphed step at these batch sizes (e.g. 1024,4096): what K seeds batched "
+                             "into one model would cost")
     parser.add_argument("--decode-sentences", type=int, default=None, help="decode the first N test sentences (default: all)")
     parser.add_argument("--compile-backend", default=None, help="torch.compile backend of the fast mode (default: "
                         "inductor on CUDA, aot_eager on a CPU)")
@@ -302,10 +382,16 @@ def main(argv=None) -> None:
     agreement = device_agreement(tokenizer, lexicon, work)
     if agreement is not None:
         print(f"largest difference from the CPU (loss and gradients, float32): {agreement}", flush=True)
-    modes = {mode: time_updates(mode, tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)
-             for mode in ("eager", "static", "fast")}
+    wanted = args.modes.split(",")
+    if "graphed" in wanted and device().type != "cuda":
+        print("graphed: needs CUDA; not timed", flush=True)
+        wanted.remove("graphed")
+    modes = {mode: graphed_or_error(tokenizer, lexicon, args.size, work, args.warmup) if mode == "graphed" else
+             time_updates(mode, tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)
+             for mode in wanted}
     for mode, m in modes.items():
-        print(f"{mode}: {m['ms_per_update']:.1f} ms per update (warm-up {m['warmup_seconds']:.1f} s)", flush=True)
+        if "error" not in m:
+            print(f"{mode}: {m['ms_per_update']:.1f} ms per update (warm-up {m['warmup_seconds']:.1f} s)", flush=True)
     concurrency = [int(n) for n in args.seeds_at_once.split(",") if int(n) > 1]
     config = build(tokenizer, lexicon, args.size, static=True).config
     rate, flops = matmul_rate(), update_flops(config, work)
@@ -317,8 +403,12 @@ def main(argv=None) -> None:
         "revision": lexical_hf.training.provenance.code_revision(),
         "batch_size": args.batch_size, "compile_backend": args.compile_backend, "modes": modes,
         "largest_difference_from_cpu": agreement,
-        "speedup_fast_over_eager": modes["eager"]["ms_per_update"] / modes["fast"]["ms_per_update"],
-        "speedup_static_over_eager": modes["eager"]["ms_per_update"] / modes["static"]["ms_per_update"],
+        "speedup_over_eager": {mode: modes["eager"]["ms_per_update"] / m["ms_per_update"]
+                               for mode, m in modes.items() if mode != "eager" and "eager" in modes and "error" not in m},
+        "graphed_batch_sizes": [
+            graphed_or_error(tokenizer, lexicon, args.size, batches(tokenizer, data["train"], size, args.warmup + args.updates),
+                             args.warmup)
+            for size in ([int(n) for n in args.graphed_batch_sizes.split(",") if n] if device().type == "cuda" else [])],
         "flops_per_update": flops, "matmul_tflops": rate / 1e12, "floor_ms": 1000 * flops / rate,
         "concurrent": [concurrent(args, n) for n in concurrency],
         "decoding": decode_rate(tokenizer, lexicon, args.size, sources, 1024 if device().type == "cuda" else 128),

@@ -21,6 +21,7 @@ from transformers.utils import ModelOutput, logging
 
 from ._compat import CACHE_NAME, pinned_revision, with_cache_field
 from .backbones import BACKBONES, DecoderCache, LexicalEncoderOutput, check_source
+from .backbones.common import in_graph
 from .backbones.recurrence import LSTMWeights
 from .configuration_lexical import LexicalSeq2SeqConfig
 from .files import sha256_of_file
@@ -224,9 +225,9 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
                 raise TypeError(f"`cache` must be the decoder's own state (a {self.model.__class__.__name__} "
                                 f"DecoderCache), not a {type(cache).__name__} that already holds tokens")
             cache = None
-        # Inside a compiled step (torch.compile) the checks below would break the graph with data-dependent
-        # branches and host reads: the training pipeline's data collator runs them on the host (`check_inputs`).
-        checking = not torch.compiler.is_compiling()
+        # Inside a graph (torch.compile, CUDA graph capture) the checks below would need host reads: the training
+        # pipeline's data collator runs them on the host (`check_inputs`).
+        checking = not in_graph()
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         use_cache = use_cache and (checking or labels is None)  # a compiled training step returns no decoder state
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
@@ -310,7 +311,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
         `combine_decoder_input` the fed-back vector is unsquashed). NaN scores would poison every hypothesis of beam
         search; instead a NaN row becomes "end of sequence with probability 1", so that hypothesis just ends."""
         diverged = torch.isnan(log_probs).any(-1)
-        if not torch.compiler.is_compiling():
+        if not in_graph():
             if not diverged.any():
                 return log_probs
             logger.warning_once(

@@ -51,6 +51,13 @@ class LexicalEncoderOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+def in_graph() -> bool:
+    """Whether this code runs inside a graph: traced by `torch.compile`, or captured into a CUDA graph. Host reads
+    (`.item()`, `.tolist()`, a branch on a tensor's value) are impossible there, so the input checks that need them
+    are skipped; the training pipeline's data collator runs them on the host instead (`check_inputs`)."""
+    return torch.compiler.is_compiling() or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+
+
 def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, pad_token_id: int,
                  source_vocab_size: int) -> torch.Tensor:
     """Validate a source batch and return its (B, S) attention mask (``input_ids != pad_token_id`` when omitted).
@@ -64,9 +71,7 @@ def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, p
             and every model reads the last source positions as the sequence's end); ids outside the source
             vocabulary (a batch encoded with another tokenizer).
     """
-    if torch.compiler.is_compiling():
-        # inside a compiled step the checks (data-dependent branches, host reads) would break the graph; the data
-        # collator of the training pipeline runs them on the host instead (`check_inputs`)
+    if in_graph():  # no host reads there: the data collator has checked the batch (`check_inputs`)
         return (input_ids.ne(pad_token_id) if attention_mask is None else attention_mask).long()
     if input_ids.dim() != 2 or input_ids.shape[1] == 0:
         raise ValueError(f"input_ids must be a non-empty (batch, length) tensor, got shape {tuple(input_ids.shape)}")

@@ -24,6 +24,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence
 
+from .common import in_graph
+
 
 class LSTMWeights(nn.Module):
     """The weights of a (multi-layer, optionally bidirectional) LSTM, under `nn.LSTM`'s parameter names, order and
@@ -75,8 +77,9 @@ class LSTMWeights(nn.Module):
 
 
 def static_shapes_active(config) -> bool:
-    """Whether a backbone should run its static-shape path: `config.static_shapes`, or while `torch.compile` traces."""
-    return bool(getattr(config, "static_shapes", False)) or torch.compiler.is_compiling()
+    """Whether a backbone should run its static-shape path: `config.static_shapes`, or inside a graph (traced by
+    `torch.compile` or captured into a CUDA graph), where the dynamic path's host reads are impossible."""
+    return bool(getattr(config, "static_shapes", False)) or in_graph()
 
 
 def lstm_cell(gates: torch.Tensor, cell: torch.Tensor, extra_gates: torch.Tensor | None = None):
