@@ -379,7 +379,8 @@ def main(argv=None) -> None:
     if args.worker:
         print(json.dumps(time_updates("fast", tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)))
         return
-    agreement = device_agreement(tokenizer, lexicon, work)
+    with torch.backends.cudnn.flags(enabled=False):  # cuDNN's RNN has no backward in eval mode
+        agreement = device_agreement(tokenizer, lexicon, work)
     if agreement is not None:
         print(f"largest difference from the CPU (loss and gradients, float32): {agreement}", flush=True)
     wanted = args.modes.split(",")
