@@ -77,6 +77,7 @@ class LexicalTranslationHead(nn.Module):
         self.source_vocab_size = source_vocab_size
         self.target_vocab_size = target_vocab_size
         self.non_generatable_ids = list(non_generatable_ids)
+        self._non_generatable_indices: dict[torch.device, torch.Tensor] = {}  # see _non_generatable_index
         self.uses_lexicon = lexical_mode != "none"
         self.output_dropout = nn.Dropout(output_dropout)
 
@@ -153,7 +154,15 @@ class LexicalTranslationHead(nn.Module):
         return logits.softmax(-1)
 
     def _non_generatable_index(self, device) -> torch.Tensor:
-        return torch.tensor(self.non_generatable_ids, device=device, dtype=torch.long)
+        """The ids the head never generates, as a tensor on `device`, made once per device: a forward takes no data
+        from the host, which a CUDA graph capture forbids (and which costs a copy every step otherwise)."""
+        if torch.compiler.is_compiling():  # a constant of the traced graph
+            return torch.tensor(self.non_generatable_ids, device=device, dtype=torch.long)
+        index = self._non_generatable_indices.get(device)
+        if index is None:
+            index = self._non_generatable_indices[device] = torch.tensor(self.non_generatable_ids, device=device,
+                                                                         dtype=torch.long)
+        return index
 
     def _apply(self, fn, recurse=True):
         """`model.to(torch.bfloat16)` / `.half()` cast every floating buffer; the frozen lexicon is kept at float32 or

@@ -178,9 +178,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.LongTensor:
         """Shift labels one step right, starting from the decoder start token (-100 becomes padding)."""
-        shifted = labels.new_full(labels.shape, self.config.pad_token_id)
-        shifted[:, 1:] = labels[:, :-1]
-        shifted[:, 0] = self.config.decoder_start_token_id
+        start = labels.new_full((labels.shape[0], 1), self.config.decoder_start_token_id)
+        shifted = torch.cat([start, labels[:, :-1]], 1)
         return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
 
     # ------------------------------------------------------------------ forward

@@ -132,3 +132,43 @@ def test_the_collator_checks_batches_on_the_host(toy_tokenizer, toy_data):
     features[1]["labels"] = [model.config.decoder_start_token_id, *features[1]["labels"]]  # a never-generated id
     with pytest.raises(ValueError, match="never generates"):
         collator(features)
+
+
+class HostDataRecorder(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records the ops that take data from the host (`torch.tensor(list)`) or read a value back to it (`.item()`,
+    `.tolist()`, `if tensor:`): what a CUDA graph capture cannot hold."""
+
+    HOST_OPS = ("aten.lift_fresh.default", "aten._local_scalar_dense.default")
+
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if str(func) in self.HOST_OPS:
+            self.found.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", ["paper_code_details", "train_lexicon", "lexical_mode_none"])
+def test_inside_a_graph_the_static_training_step_neither_takes_nor_reads_host_data(toy_tokenizer, toy_data, name,
+                                                                                  monkeypatch):
+    """A CUDA graph capture fails at the first host-to-device copy or host read; this finds both on the CPU, with the
+    model told it is inside a graph (as `torch.cuda.is_current_stream_capturing()` tells it on a GPU)."""
+    import lexical_hf.backbones.common as common
+    import lexical_hf.backbones.recurrence as recurrence
+    import lexical_hf.modeling_lexical as modeling
+
+    model = model_for(toy_tokenizer, name, static_shapes=True)
+    batch = random_padded_batch(toy_tokenizer, toy_data, 0)
+    model(**batch).loss.backward()  # the warm-up a capture is preceded by
+    for module in (common, recurrence, modeling):
+        monkeypatch.setattr(module, "in_graph", lambda: True)
+    with HostDataRecorder() as recorder:
+        model(**batch).loss.backward()
+    assert recorder.found == []
+    model.config.static_shapes = False  # the eager path reads lengths on the host: the recorder sees it
+    monkeypatch.setattr(recurrence, "in_graph", lambda: False)
+    with HostDataRecorder() as recorder:
+        model(**batch).loss.backward()
+    assert recorder.found
