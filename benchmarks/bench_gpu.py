@@ -1,26 +1,32 @@
-"""Milliseconds per training update of the paper's LSTM, eager against the fast (static-shape, compiled) step, for one
-seed and for several seeds sharing the device; greedy decoding sentences/s; and the compute floor. Runs on a GPU (the
-figures the fast step is for) or on a CPU (where it reports the fast/eager ratio).
+"""Milliseconds per training update of the paper's LSTM: eager, the static path, the static step captured into a CUDA
+graph, and the compiled step; for one seed and for several seeds sharing the device; greedy decoding sentences/s; and
+the compute floor. Runs on a GPU (the figures the fast steps are for) or on a CPU (eager and static only by default).
 
     python benchmarks/bench_gpu.py --data-dir ../shared/data                        # SCAN addprim_jump, paper size
+    python benchmarks/bench_gpu.py --graphed-batch-sizes 2048,4096                  # + what K seeds in one model would cost
     python benchmarks/bench_gpu.py --task cogs --data-dir ../shared/data
     python benchmarks/bench_gpu.py --size tiny --updates 3 --warmup 1 --seeds-at-once 1 --decode-sentences 64  # a dry run
 
 What one update is: forward and backward of a batch of 512 training pairs (the paper's 128 × 4 in one batch), gradient
 clipping at 5 and an AdamW step (fused on CUDA), with TF32 matrix products on CUDA. Batches are random (as the paper's
-code draws them), padded to multiples of 16 (the buckets of `lexical-hf train --torch_compile true`).
+code draws them), padded to multiples of 16 (the buckets of `lexical-hf train --cuda_graphs true` and
+`--torch_compile true`).
 
-Modes:
+Modes (`--modes`, default eager,static,graphed):
 * ``eager``: the default path (packed encoder, decoder rows dropped as their targets end), no compilation.
 * ``static``: `static_shapes=True` without compilation (every row every step; no host synchronisation).
+* ``graphed`` (CUDA only): the static step, forward, backward, clipping and the AdamW step, captured whole into one
+  CUDA graph and replayed: no compilation and no launches, so its time is the kernels' own. Every batch is padded to
+  the largest shape of the run, so that one graph serves all. `--graphed-batch-sizes` times it at larger batches too.
 * ``fast``: `torch.compile` of the model with the static path: inductor with ``mode="reduce-overhead"`` (CUDA graphs)
-  on CUDA. On a CPU the backend is ``aot_eager`` (``--compile-backend`` to change it): inductor's C++ compilation of
-  the unrolled decoder takes many minutes on 2 cores, and the CPU is not what the fast step is for. The first updates
-  of each bucket compile: after ``--warmup`` updates, every padded shape the timed batches have and the warm-up had not
-  gets one more untimed update (``warmup_updates``, ``warmup_seconds``), in every mode alike.
+  on CUDA. On a CPU the backend is ``aot_eager`` (``--compile-backend`` to change it). Compiling the unrolled decoder
+  is slow: minutes on a GPU machine (results/gpu_fast_step.md), many more with inductor on 2 CPU cores. The first
+  updates of each bucket compile: after ``--warmup`` updates, every padded shape the timed batches have and the
+  warm-up had not gets one more untimed update (``warmup_updates``, ``warmup_seconds``), in every mode alike.
 
-Several seeds: ``--seeds-at-once 1,8`` also starts N processes that time the fast step at once on the same device
-(each its own model), and reports each one's ms per update and the updates per second of all together.
+Several seeds: ``--seeds-at-once 1,2`` also starts N processes that time ``--concurrent-mode`` (default graphed, on
+CUDA) at once on the same device (each its own model), and reports each one's ms per update and the updates per
+second of all together.
 
 The floor: FLOPs of one update (forward × 3, counting every position the static path computes; the matmuls only) ÷
 the device's matmul rate measured in the same run (TF32 on CUDA), i.e. the time the arithmetic needs at that rate.
@@ -272,18 +278,21 @@ def decode_rate(tokenizer, lexicon, size: str, sources: list[str], batch_size: i
 
 
 def concurrent(args, count: int) -> dict:
-    """`count` worker processes timing the fast step at once on this device."""
+    """`count` worker processes timing `--concurrent-mode` at once on this device."""
     command = [sys.executable, __file__, "--worker", "--task", args.task, "--size", args.size, "--updates",
                str(args.updates), "--warmup", str(args.warmup), "--batch-size", str(args.batch_size),
-               "--compile-backend", args.compile_backend]
+               "--compile-backend", args.compile_backend, "--concurrent-mode", args.concurrent_mode]
     if args.data_dir:
         command += ["--data-dir", args.data_dir]
     start = time.perf_counter()
     workers = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(count)]
     results = [json.loads(worker.communicate()[0].strip().splitlines()[-1]) for worker in workers]
     wall = time.perf_counter() - start
+    failed = [r["error"] for r in results if "error" in r]
+    if failed:
+        return {"processes": count, "mode": args.concurrent_mode, "error": failed[0]}
     per_update = [r["ms_per_update"] for r in results]
-    return {"processes": count, "ms_per_update_each": per_update, "ms_per_update_mean": statistics.fmean(per_update),
+    return {"processes": count, "mode": args.concurrent_mode, "ms_per_update_each": per_update, "ms_per_update_mean": statistics.fmean(per_update),
             "updates_per_second_all": sum(1000 / ms for ms in per_update), "wall_seconds": wall}
 
 
@@ -301,7 +310,7 @@ def write(out: Path, *new_entries: dict) -> None:
     for entry in new_entries:
         entries[f"{entry['device']} · {entry['task']} · {entry['size']}"] = entry
     json_path.write_text(json.dumps(entries, indent=1) + "\n")
-    lines = ["# The fast training step: ms per update, eager against fast", "",
+    lines = ["# The training step on a device: ms per update, eager against the fast steps", "",
              f"Written by `python benchmarks/bench_gpu.py` from [`{json_path.name}`]({json_path.name}); each block is one "
              "run, with its command, device and code revision. One update: forward, backward, clipping and an AdamW "
              "step on one batch of training pairs (its size is in each block).", ""]
@@ -330,7 +339,10 @@ def write(out: Path, *new_entries: dict) -> None:
                          f"{g['ms_per_update']:.1f} ms per update, {1000 * g['batch_size'] / g['ms_per_update']:.0f} "
                          "training pairs/s")
         for c in e.get("concurrent", []):
-            lines.append(f"- {c['processes']} seeds at once (processes): {c['ms_per_update_mean']:.1f} ms per update "
+            if "error" in c:
+                lines.append(f"- {c['processes']} seeds at once ({c['mode']}): failed: {c['error']}")
+                continue
+            lines.append(f"- {c['processes']} seeds at once (processes, {c.get('mode', 'fast')}): {c['ms_per_update_mean']:.1f} ms per update "
                          f"each, {c['updates_per_second_all']:.1f} updates/s in all")
         if e.get("largest_difference_from_cpu"):
             lines.append("- largest difference of the device's loss and gradients from the CPU's (float32, one batch): "
@@ -349,13 +361,15 @@ def main(argv=None) -> None:
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--updates", type=int, default=30, help="timed updates per mode")
     parser.add_argument("--warmup", type=int, default=10, help="untimed updates first (compilation happens there)")
-    parser.add_argument("--seeds-at-once", default="1,8", help="process counts for the concurrent measurement")
-    parser.add_argument("--modes", default="eager,static,fast",
+    parser.add_argument("--seeds-at-once", default="1,2", help="process counts for the concurrent measurement")
+    parser.add_argument("--modes", default="eager,static,graphed",
                         help="which to time, of eager, static, fast and graphed (CUDA only: the static step captured "
                              "into one CUDA graph)")
     parser.add_argument("--graphed-batch-sizes", default="",
                         help="also time the graphed step at these batch sizes (e.g. 1024,4096): what K seeds batched "
                              "into one model would cost")
+    parser.add_argument("--concurrent-mode", choices=("eager", "static", "fast", "graphed"), default="graphed",
+                        help="the mode that --seeds-at-once times (graphed: CUDA only)")
     parser.add_argument("--decode-sentences", type=int, default=None, help="decode the first N test sentences (default: all)")
     parser.add_argument("--compile-backend", default=None, help="torch.compile backend of the fast mode (default: "
                         "inductor on CUDA, aot_eager on a CPU)")
@@ -377,7 +391,10 @@ def main(argv=None) -> None:
     lexicon = lexical_hf.learn_lexicon(data["train"], method="simple")
     work = batches(tokenizer, data["train"], args.batch_size, args.warmup + args.updates)
     if args.worker:
-        print(json.dumps(time_updates("fast", tokenizer, lexicon, args.size, work, args.warmup, args.compile_backend)))
+        print(json.dumps(graphed_or_error(tokenizer, lexicon, args.size, work, args.warmup)
+                         if args.concurrent_mode == "graphed" else
+                         time_updates(args.concurrent_mode, tokenizer, lexicon, args.size, work, args.warmup,
+                                      args.compile_backend)))
         return
     with torch.backends.cudnn.flags(enabled=False):  # cuDNN's RNN has no backward in eval mode
         agreement = device_agreement(tokenizer, lexicon, work)
@@ -394,6 +411,8 @@ def main(argv=None) -> None:
         if "error" not in m:
             print(f"{mode}: {m['ms_per_update']:.1f} ms per update (warm-up {m['warmup_seconds']:.1f} s)", flush=True)
     concurrency = [int(n) for n in args.seeds_at_once.split(",") if int(n) > 1]
+    if args.concurrent_mode == "graphed" and device().type != "cuda":
+        concurrency = []
     config = build(tokenizer, lexicon, args.size, static=True).config
     rate, flops = matmul_rate(), update_flops(config, work)
     sources = data["test"]["source"][: args.decode_sentences]

@@ -23,7 +23,7 @@ def test_the_gpu_command_runs_end_to_end_on_a_cpu(tmp_path):
     returned = sorted(path.name for path in out.iterdir())
     assert returned == ["bench_gpu.json", "gpu_fast_seeds.json", "scan-jump-simple.log", "scan-jump-simple.paper.json"]
     bench = next(iter(json.loads((out / "bench_gpu.json").read_text()).values()))
-    assert set(bench["modes"]) == {"eager", "static", "fast"} and bench["floor_ms"] > 0
+    assert set(bench["modes"]) == {"eager", "static"} and bench["floor_ms"] > 0  # graphed needs CUDA
     row = json.loads((out / "scan-jump-simple.paper.json").read_text())
     assert row["preset"] == "paper" and row["seeds"] == [0] and "--max_train_minutes" in row["command"]
     assert row["per_seed"]["0"]["train_seconds"]["updates"] == 2

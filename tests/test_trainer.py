@@ -172,3 +172,61 @@ def test_what_the_package_calls_is_not_deprecated(toy_tokenizer, toy_data, tmp_p
     raised = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
               if issubclass(w.category, (DeprecationWarning, FutureWarning)) and any(f"/{p}/" in w.filename for p in ours)]
     assert not logged and not raised, logged + raised
+
+
+def test_the_cuda_graph_step_trains_like_the_default_step_with_one_capture_per_batch_shape(toy_tokenizer, toy_data,
+                                                                                            tmp_path):
+    """`LexicalSeq2SeqTrainer(cuda_graphs=True)` with a CPU stand-in for `torch.cuda.make_graphed_callables` that runs
+    the captured module as a capture would (inside a graph: static path, no host checks): the same weights as the
+    default step after a few SGD updates with clipping (Adam would turn rounding-level gradients of an unused weight into
+    whole steps), and one capture per padded (source, target) shape."""
+    import contextlib
+
+    import lexical_hf.backbones.common as common
+    import lexical_hf.backbones.recurrence as recurrence
+    import lexical_hf.modeling_lexical as modeling
+    from lexical_hf.training.collator import CheckedDataCollator
+    from lexical_hf.training.trainer import LexicalSeq2SeqTrainer
+
+    @contextlib.contextmanager
+    def inside_a_graph():
+        saved = [(module, module.in_graph) for module in (common, recurrence, modeling)]
+        for module, _ in saved:
+            module.in_graph = lambda: True
+        try:
+            yield
+        finally:
+            for module, function in saved:
+                module.in_graph = function
+
+    captured = []
+
+    def capture(module, args, allow_unused_input):
+        assert allow_unused_input and all(isinstance(arg, torch.Tensor) for arg in args)
+        captured.append(tuple(tuple(arg.shape) for arg in args[:3]))
+
+        def replay(*replayed):
+            with inside_a_graph():
+                return module(*replayed)
+        return replay
+
+    data = _toy_dataset(toy_tokenizer, toy_data, 24)
+    weights = {}
+    for graphs in (False, True):
+        model = small_model(toy_tokenizer, lexical_mode="lexical")
+        model.set_lexicon(model.lexical_head.uniform_lexicon())
+        args = Seq2SeqTrainingArguments(
+            output_dir=str(tmp_path / str(graphs)), per_device_train_batch_size=2, max_steps=8, optim="sgd", learning_rate=0.5,
+            max_grad_norm=0.5, report_to="none", save_strategy="no", logging_steps=1, seed=0, use_cpu=True,
+            disable_tqdm=True)
+        trainer = LexicalSeq2SeqTrainer(model=model, args=args, train_dataset=data, cuda_graphs=graphs,
+                                        data_collator=CheckedDataCollator(toy_tokenizer, model=model),
+                                        processing_class=toy_tokenizer)
+        if graphs:
+            trainer.graphed_loss.capture = capture
+        trainer.train()
+        weights[graphs] = {name: p.detach().clone() for name, p in model.named_parameters()}
+        assert not model.config.static_shapes  # the capture's static path is not left switched on
+    for name, value in weights[False].items():
+        torch.testing.assert_close(weights[True][name], value, rtol=1e-4, atol=1e-6)
+    assert len(captured) == len(set(captured)) >= 2  # the toy batches come in more than one padded shape

@@ -34,8 +34,8 @@ TRAINING_SETTINGS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warm
                      "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy",
                      "generation_num_beams", "eval_strategy", "eval_steps", "tf32",
                      "logging_steps")  # --stop_at_train_loss reads the loss logged every logging_steps updates
-# With --torch_compile the batches are padded to a multiple of this length (source and target), so that the compiled
-# step sees a few shapes (it is traced once per shape), and dynamo may keep that many traces
+# With --torch_compile or --cuda_graphs the batches are padded to a multiple of this length (source and target), so
+# that the step sees a few shapes (each is traced or captured once), and dynamo may keep that many traces
 COMPILED_BUCKET = 16
 COMPILED_TRACES = 64
 DATA_SETTINGS = ("benchmark", "benchmark_config", "benchmark_splits", "benchmark_params", "train_file", "validation_file",
@@ -147,11 +147,11 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
                                                       prediction.label_ids[:count])}
 
     trainer = LexicalSeq2SeqTrainer(
-        group_by_target_length=experiment_args.group_by_target_length,
+        group_by_target_length=experiment_args.group_by_target_length, cuda_graphs=experiment_args.cuda_graphs,
         model=model, args=seed_args, train_dataset=train,
         eval_dataset=tokenized["validation"] if has_validation else None,
         data_collator=CheckedDataCollator(tokenizer, model=model,
-                                          pad_to_multiple_of=COMPILED_BUCKET if seed_args.torch_compile else None),
+                                          pad_to_multiple_of=COMPILED_BUCKET if seed_args.torch_compile or experiment_args.cuda_graphs else None),
         processing_class=tokenizer,
         compute_metrics=compute_metrics,
     )

@@ -8,6 +8,7 @@ import time
 import datasets
 import numpy as np
 import torch
+from torch import nn
 from transformers import Seq2SeqTrainer, TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 
@@ -40,6 +41,51 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
 
 
+class TrainingLoss(nn.Module):
+    """`model(...).loss` of a training batch, run on the backbone's static path, as a module of tensors only: what
+    `torch.cuda.make_graphed_callables` captures. It shares the model's parameters."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, labels, num_items_in_batch):
+        static = self.model.config.static_shapes
+        self.model.config.static_shapes = True  # the warm-up updates run the kernels that the capture records
+        try:
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels,
+                              num_items_in_batch=num_items_in_batch).loss
+        finally:
+            self.model.config.static_shapes = static
+
+
+class GraphedTrainingLoss:
+    """The training loss as CUDA graphs, one per batch shape: the first batch of a shape is captured
+    (`torch.cuda.make_graphed_callables`: three warm-up forward and backward passes, then forward and backward
+    captured), every later batch of that shape replays them, with no kernel launches and no host synchronisation
+    (inside the capture the model skips its host checks: the data collator ran them). Gradients reach `.grad` through
+    autograd as usual, so the optimizer step, clipping and gradient accumulation stay the Trainer's.
+
+    `capture` is `torch.cuda.make_graphed_callables`'s signature; tests pass a CPU stand-in."""
+
+    def __init__(self, model, capture=None):
+        self.model = model
+        self.capture = capture or torch.cuda.make_graphed_callables
+        self.graphs: dict[tuple, TrainingLoss] = {}
+
+    def __call__(self, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
+        labels = inputs["labels"]
+        if num_items_in_batch is None:  # what the model divides by without one: tokens, or sequences
+            num_items_in_batch = (labels.new_full((), labels.shape[0]) if self.model.config.loss_normalization == "sequences"
+                                  else labels.ne(-100).sum())
+        args = (inputs["input_ids"], inputs["attention_mask"], labels,
+                torch.as_tensor(num_items_in_batch, device=labels.device))
+        key = tuple((tuple(arg.shape), arg.dtype) for arg in args)
+        if key not in self.graphs:  # a new module each time: capturing replaces the module's forward
+            self.graphs[key] = self.capture(TrainingLoss(self.model), args, allow_unused_input=True)
+        return self.graphs[key](*args)
+
+
 class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
     """`Seq2SeqTrainer` whose `train_sampling_strategy="group_by_length"` sampler is `EpochSeededLengthGroupedSampler`
     (a resumed run trains on the same batches as an uninterrupted one), grouped by source length like the stock one
@@ -51,9 +97,22 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
     price of batches of one target length (docs/ARCHITECTURE.md says what that did to SCAN jump).
     """
 
-    def __init__(self, *args, group_by_target_length: bool = False, **kwargs):
+    def __init__(self, *args, group_by_target_length: bool = False, cuda_graphs: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.group_by_target_length = group_by_target_length
+        self.graphed_loss = None
+        if cuda_graphs:
+            if self.accelerator.num_processes > 1 or self.compute_loss_func is not None:
+                raise ValueError("cuda_graphs trains on one device with the model's own loss: not with several "
+                                 "processes or a compute_loss_func")
+            self.graphed_loss = GraphedTrainingLoss(self.model)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """With `cuda_graphs`, a training batch's loss comes from its shape's CUDA graphs (`GraphedTrainingLoss`)."""
+        if self.graphed_loss is None or return_outputs or not model.training:
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+        return self.graphed_loss(inputs, num_items_in_batch)
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = self.train_dataset if train_dataset is None else train_dataset
