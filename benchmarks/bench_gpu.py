@@ -317,7 +317,7 @@ def write(out: Path, *new_entries: dict) -> None:
     for key, e in entries.items():
         lines += [f"## {key}", "", f"`{e['command']}` · {e['machine']} · torch {e['torch']} · code `{e['revision']}` · "
                   f"{e['date']} · batch {e['batch_size']}", "",
-                  f"Fast mode: torch.compile backend `{e['compile_backend']}`.", "",
+                  *([f"Fast mode: torch.compile backend `{e['compile_backend']}`.", ""] if "fast" in e["modes"] else []),
                   "| mode | ms per update | warm-up (compile) s | warm-up updates | updates timed |", "|---|---|---|---|---|"]
         for mode, m in e["modes"].items():
             lines.append(f"| {mode} | failed: {m['error']} | | | |" if "error" in m else
