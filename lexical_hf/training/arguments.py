@@ -111,7 +111,7 @@ class ExperimentArguments:
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
     max_train_minutes: float | None = field(default=None, metadata={"help": "stop each seed's training after this many minutes of wall-clock time (a lent machine's time limit); the weights reached are evaluated (and saved, as a selection candidate), and metrics.json records the updates done. A seed stopped early is a reduced run: say so"})
     stop_at_train_loss: float | None = field(default=None, metadata={"help": "end each seed's training once a logged training loss (the mean over the last --logging_steps updates) is at most this value: training to convergence, with max_steps as the cap; the weights reached are evaluated, and metrics.json records the updates done"})
-    cuda_graphs: bool = field(default=False, metadata={"help": "train with the model's loss captured into CUDA graphs, one per padded batch shape (batches padded to multiples of 16): no kernel launches and no host synchronisation in the forward and backward; CUDA and the LSTM backbone only, not with --torch_compile. The same recipe; other float rounding and dropout draws than the default step"})
+    cuda_graphs: bool = field(default=False, metadata={"help": "train with the model's loss captured into CUDA graphs, one per padded batch shape (batches padded to multiples of 16): no kernel launches and no host synchronisation in the forward and backward; CUDA, the LSTM backbone and --gradient_accumulation_steps 1 only, not with --torch_compile. The same recipe; other float rounding and dropout draws than the default step"})
     seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
     publish_seed: int | None = field(default=None, metadata={"help": "internal: the seed whose weights are published"})
 
@@ -250,6 +250,11 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
                              "has none that is checked to hold no host synchronisation")
         import torch
 
+        if training_args.gradient_accumulation_steps > 1:
+            # a replayed backward writes its gradients into the graph's own memory, which .grad then holds: the next
+            # micro-batch of that shape would overwrite them before they are accumulated
+            raise ValueError("--cuda_graphs needs --gradient_accumulation_steps 1: give the whole batch to "
+                             "--per_device_train_batch_size (the paper preset's 128 × 4 is 512 × 1)")
         if not torch.cuda.is_available():
             raise ValueError("--cuda_graphs needs a CUDA device; this machine has none")
     if experiment_args.selection not in ("validation", "final"):

@@ -64,7 +64,8 @@ class GraphedTrainingLoss:
     (`torch.cuda.make_graphed_callables`: three warm-up forward and backward passes, then forward and backward
     captured), every later batch of that shape replays them, with no kernel launches and no host synchronisation
     (inside the capture the model skips its host checks: the data collator ran them). Gradients reach `.grad` through
-    autograd as usual, so the optimizer step, clipping and gradient accumulation stay the Trainer's.
+    autograd as usual, so clipping and the optimizer step stay the Trainer's; `.grad` then holds the graph's own
+    gradient memory until it is zeroed, hence one micro-batch an update (`gradient_accumulation_steps=1`).
 
     `capture` is `torch.cuda.make_graphed_callables`'s signature; tests pass a CPU stand-in."""
 
@@ -105,6 +106,8 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
             if self.accelerator.num_processes > 1 or self.compute_loss_func is not None:
                 raise ValueError("cuda_graphs trains on one device with the model's own loss: not with several "
                                  "processes or a compute_loss_func")
+            if self.args.gradient_accumulation_steps > 1:  # .grad holds the graph's gradient memory until zeroed
+                raise ValueError("cuda_graphs needs gradient_accumulation_steps=1")
             self.graphed_loss = GraphedTrainingLoss(self.model)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
