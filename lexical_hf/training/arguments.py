@@ -251,8 +251,8 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
         import torch
 
         if training_args.gradient_accumulation_steps > 1:
-            # a replayed backward writes its gradients into the graph's own memory, which .grad then holds: the next
-            # micro-batch of that shape would overwrite them before they are accumulated
+            # a replayed backward writes its gradients into the graph's own memory, which .grad may then be: the
+            # next micro-batch of that shape would overwrite them before they are accumulated
             raise ValueError("--cuda_graphs needs --gradient_accumulation_steps 1: give the whole batch to "
                              "--per_device_train_batch_size (the paper preset's 128 × 4 is 512 × 1)")
         if not torch.cuda.is_available():

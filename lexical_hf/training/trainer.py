@@ -64,8 +64,9 @@ class GraphedTrainingLoss:
     (`torch.cuda.make_graphed_callables`: three warm-up forward and backward passes, then forward and backward
     captured), every later batch of that shape replays them, with no kernel launches and no host synchronisation
     (inside the capture the model skips its host checks: the data collator ran them). Gradients reach `.grad` through
-    autograd as usual, so clipping and the optimizer step stay the Trainer's; `.grad` then holds the graph's own
-    gradient memory until it is zeroed, hence one micro-batch an update (`gradient_accumulation_steps=1`).
+    autograd as usual, so clipping and the optimizer step stay the Trainer's. Autograd may keep the replayed
+    backward's own output memory as `.grad` (it takes over a gradient nothing else refers to), which the next replay of
+    that shape overwrites: hence one micro-batch an update (`gradient_accumulation_steps=1`).
 
     `capture` is `torch.cuda.make_graphed_callables`'s signature; tests pass a CPU stand-in."""
 
@@ -106,7 +107,7 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
             if self.accelerator.num_processes > 1 or self.compute_loss_func is not None:
                 raise ValueError("cuda_graphs trains on one device with the model's own loss: not with several "
                                  "processes or a compute_loss_func")
-            if self.args.gradient_accumulation_steps > 1:  # .grad holds the graph's gradient memory until zeroed
+            if self.args.gradient_accumulation_steps > 1:  # .grad may be the graph's own gradient memory
                 raise ValueError("cuda_graphs needs gradient_accumulation_steps=1")
             self.graphed_loss = GraphedTrainingLoss(self.model)
 
