@@ -6,11 +6,13 @@
 # There (device tool `run`, carry [".whl"], timeout_s 600):
 #   bash benchmarks/gpu_fast.sh MINUTES SEEDS TASK:ROW [TASK:ROW]
 #   BENCH_ARGS="--modes eager,static,graphed --graphed-batch-sizes 2048,4096 --seeds-at-once 1,2 --concurrent-mode graphed
-#   --updates 20 --warmup 3 --decode-sentences 1024" bash benchmarks/gpu_fast.sh 9.2 0 scan-jump:simple scan-around-right:simple
+#   --updates 20 --warmup 3 --decode-sentences 1024" bash benchmarks/gpu_fast.sh 9.2 0-4 scan-jump:simple scan-around-right:simple
 #
 # MINUTES is the whole call's budget. Each seed's training gets what is left after the bench less 1.5 minutes for
 # decoding and writing (`--max_train_minutes`, so a seed that cannot finish stops in time, is evaluated as it stands
-# and is marked as stopped short). Every row runs `benchmarks/reproduce.py --tier paper` with:
+# and is marked as stopped short). On a GPU only as many of SEEDS train as the bench's captured update says can finish
+# (the seeds share the GPU; the rows take turns, seeds in order), and none when the capture failed (exit status 5).
+# Every row runs `benchmarks/reproduce.py --tier paper` with:
 #   - the fast step: `--cuda_graphs true` (the loss's forward and backward captured into CUDA graphs, one per padded
 #     batch shape; batches padded to multiples of 16), the fused AdamW (`--optim adamw_torch_fused`), TF32 matrix
 #     products, no per-update host read of the loss (`--logging_nan_inf_filter false`: a NaN shows in the logged
@@ -43,16 +45,21 @@ echo "bench exit status ${PIPESTATUS[0]}"; cat "$out/bench_gpu.md" 2>/dev/null; 
 left=$(python3 -c "print(round(($minutes * 60 - ($(date +%s) - $start)) / 60 - 1.5, 2))")
 python3 -c "import sys; sys.exit(not $left > 0.5)" || { echo "no time left to train ($left min)"; exit 4; }
 echo "training for at most $left minutes per seed"
-count=$(python3 -c "from lexical_hf.results import parse_seeds; print(len(parse_seeds('$seeds')))") || exit 2
+plan=$(python3 benchmarks/gpu_plan.py "$out/bench_gpu.json" "$seeds" "$left" "${#gpu_args[@]}" "$@") || exit 2
+[ -n "$plan" ] || { echo "no seed can finish: nothing trained"; exit 5; }
+echo "$plan"
 pids=()
-for pair in "$@"; do
-    task=${pair%%:*}; row=${pair#*:}
-    python3 benchmarks/reproduce.py --task "$task" --row "$row" --tier paper --seeds "$seeds" --parallel_seeds "$count" \
+trained=()
+while read -r pair row_seeds; do
+    task=${pair%%:*}; row=${pair#*:}; trained+=("$pair")
+    python3 benchmarks/reproduce.py --task "$task" --row "$row" --tier paper --seeds "$row_seeds" \
+        --parallel_seeds "$(echo "$row_seeds" | tr ',' '\n' | wc -l)" \
         --per_device_train_batch_size 512 --gradient_accumulation_steps 1 --per_device_eval_batch_size 1024 \
         --max_train_minutes "$left" --keep_seed_checkpoints true --logging_steps 200 "${gpu_args[@]}" "${fast_args[@]}" ${EXTRA:-} \
         > "$out/$task-$row.log" 2>&1 &
     pids+=($!)
-done
+done <<< "$plan"
+set -- "${trained[@]}"
 (while sleep 60; do  # a timeline in the call's output, should it be cut off
     echo "== $(( $(date +%s) - start )) s"; for pair in "$@"; do grep -a "'loss'\|'eval_exact_match'\|Error" "$out/${pair%%:*}-${pair#*:}.log" | tail -n 2; done
 done) &

@@ -30,3 +30,19 @@ def test_the_gpu_command_runs_end_to_end_on_a_cpu(tmp_path):
     seeds = json.loads((out / "gpu_fast_seeds.json").read_text())
     assert "log_history" in seeds["scan-jump:simple:seed-0"]
     assert "training for at most" in result.stdout and "ms per update" in result.stdout
+
+
+def test_the_device_call_trains_only_the_seeds_that_can_finish():
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from gpu_plan import plan
+
+    pairs = ["scan-jump:simple", "scan-around-right:simple"]
+    bench = {"H100": {"modes": {"graphed": {"ms_per_update": 20.0}}}}  # 8,000 updates × 1.25: 200 s a seed
+    assert plan(bench, [0, 1, 2], 6.0, True, pairs) == {"scan-jump:simple": [0]}
+    assert plan(bench, [0, 1, 2], 14.0, True, pairs) == {"scan-jump:simple": [0, 1], "scan-around-right:simple": [0, 1]}
+    assert plan(bench, [0], 60.0, True, pairs) == {pair: [0] for pair in pairs}  # never more than asked for
+    failed = {"H100": {"modes": {"graphed": {"error": "RuntimeError: ..."}}}}
+    assert plan(failed, [0, 1], 9.0, True, pairs) == {} and plan({}, [0, 1], 9.0, True, pairs) == {}
+    assert plan({}, [0, 1], 0.1, False, pairs) == {pair: [0, 1] for pair in pairs}  # the CPU dry run trains all
