@@ -248,13 +248,13 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
         if model_args.backbone != "lstm":
             raise ValueError(f"--cuda_graphs runs the LSTM backbone's static path; --backbone {model_args.backbone} "
                              "has none that is checked to hold no host synchronisation")
-        import torch
-
         if training_args.gradient_accumulation_steps > 1:
             # a replayed backward writes its gradients into the graph's own memory, which .grad may then be: the
             # next micro-batch of that shape would overwrite them before they are accumulated
             raise ValueError("--cuda_graphs needs --gradient_accumulation_steps 1: give the whole batch to "
                              "--per_device_train_batch_size (the paper preset's 128 × 4 is 512 × 1)")
+        import torch
+
         if not torch.cuda.is_available():
             raise ValueError("--cuda_graphs needs a CUDA device; this machine has none")
     if experiment_args.selection not in ("validation", "final"):

@@ -7,9 +7,10 @@ from transformers import DataCollatorForSeq2Seq
 
 class CheckedDataCollator(DataCollatorForSeq2Seq):
     """`DataCollatorForSeq2Seq` that runs the model's input checks (`model.check_inputs`) on every batch it builds,
-    on the host, before the batch reaches the device. A compiled `forward` skips its own checks (they would break the
-    graph), so this is where a bad batch still gets a clear error. With ``pad_to_multiple_of`` the batches come in a
-    few shapes (buckets), so a compiled step is traced once per bucket, not once per batch."""
+    on the host, before the batch reaches the device. A compiled or CUDA-graph-captured `forward` skips its own checks
+    (they would need host reads inside the graph), so this is where a bad batch still gets a clear error. With
+    ``pad_to_multiple_of`` the batches come in a few shapes (buckets), so a compiled or captured step is made once per
+    bucket, not once per batch."""
 
     def __call__(self, features, return_tensors=None):
         batch = super().__call__(features, return_tensors)

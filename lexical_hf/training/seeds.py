@@ -146,12 +146,13 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         return {"exact_match": validation_exact_match(tokenizer, prediction.predictions[:count],
                                                       prediction.label_ids[:count])}
 
+    bucketed = seed_args.torch_compile or experiment_args.cuda_graphs  # one trace or capture per padded shape
     trainer = LexicalSeq2SeqTrainer(
         group_by_target_length=experiment_args.group_by_target_length, cuda_graphs=experiment_args.cuda_graphs,
         model=model, args=seed_args, train_dataset=train,
         eval_dataset=tokenized["validation"] if has_validation else None,
         data_collator=CheckedDataCollator(tokenizer, model=model,
-                                          pad_to_multiple_of=COMPILED_BUCKET if seed_args.torch_compile or experiment_args.cuda_graphs else None),
+                                          pad_to_multiple_of=COMPILED_BUCKET if bucketed else None),
         processing_class=tokenizer,
         compute_metrics=compute_metrics,
     )
