@@ -3,7 +3,7 @@ graph, and the compiled step; for one seed and for several seeds sharing the dev
 the compute floor. Runs on a GPU (the figures the fast steps are for) or on a CPU (eager and static only by default).
 
     python benchmarks/bench_gpu.py --data-dir ../shared/data                        # SCAN addprim_jump, paper size
-    python benchmarks/bench_gpu.py --graphed-batch-sizes 2048,4096                  # + what K seeds in one model would cost
+    python benchmarks/bench_gpu.py --graphed-seeds 4,8                              # + 4 and 8 seeds trained as one model
     python benchmarks/bench_gpu.py --task cogs --data-dir ../shared/data
     python benchmarks/bench_gpu.py --size tiny --updates 3 --warmup 1 --seeds-at-once 1 --decode-sentences 64  # a dry run
 
@@ -17,7 +17,8 @@ Modes (`--modes`, default eager,static,graphed):
 * ``static``: `static_shapes=True` without compilation (every row every step; no host synchronisation).
 * ``graphed`` (CUDA only): the static step, forward, backward, clipping and the AdamW step, captured whole into one
   CUDA graph and replayed: no compilation and no launches, so its time is the kernels' own. Every batch is padded to
-  the largest shape of the run, so that one graph serves all. `--graphed-batch-sizes` times it at larger batches too.
+  the largest shape of the run, so that one graph serves all. `--graphed-seeds 4,8` also times 4 and 8 models (seeds)
+  trained as one: weights stacked, the loss vmapped over them (`torch.func`), each seed on its own batch.
 * ``fast``: `torch.compile` of the model with the static path: inductor with ``mode="reduce-overhead"`` (CUDA graphs)
   on CUDA. On a CPU the backend is ``aot_eager`` (``--compile-backend`` to change it). Compiling the unrolled decoder
   is slow: minutes on a GPU machine (results/gpu_fast_step.md), many more with inductor on 2 CPU cores. The first
@@ -37,6 +38,7 @@ Writes ``--out``.json (one entry per device, kept across runs) and ``--out``.md 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
 import json
 import os
@@ -87,8 +89,8 @@ def load_task(task: str, data_dir: str | None):
     return lexical_hf.load_benchmark("cogs", "paper", data_dir=data_dir, splits=["train", "test"])
 
 
-def build(tokenizer, lexicon, size: str, static: bool) -> LexicalSeq2SeqForConditionalGeneration:
-    torch.manual_seed(0)
+def build(tokenizer, lexicon, size: str, static: bool, seed: int = 0) -> LexicalSeq2SeqForConditionalGeneration:
+    torch.manual_seed(seed)
     config = LexicalSeq2SeqConfig(source_vocab_size=tokenizer.source_vocab_size,
                                   target_vocab_size=tokenizer.target_vocab_size, static_shapes=static,
                                   **SIZES[size])
@@ -156,37 +158,71 @@ def time_updates(mode: str, tokenizer, lexicon, size: str, work: list[dict], war
             "warmup_updates": warmup + len(seen - {padded_shape(batch) for batch in work[:warmup]})}
 
 
-def graphed_updates(tokenizer, lexicon, size: str, work: list[dict], warmup: int) -> dict:
+def graphed_updates(tokenizer, lexicon, size: str, work: list[dict], warmup: int, seeds: int = 1) -> dict:
     """ms per update of the static step captured whole (forward, backward, clipping, AdamW) into one CUDA graph and
     replayed: no compilation and no launches, so the time is the kernels' own. Every batch is padded to the largest
-    shape in `work`, so that one graph serves them all; each update copies its batch into the graph's input buffers."""
-    model = build(tokenizer, lexicon, size, static=True)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.998), weight_decay=0.0, fused=True,
-                                  capturable=True)
+    shape in `work`, so that one graph serves them all; each update copies its batch into the graph's input buffers.
+
+    With `seeds` > 1, that many models (other initial weights) train as one: their weights stacked, the loss vmapped
+    over them (`torch.func`), each on its own batch from `work`, clipped each by its own gradient norm; AdamW on the
+    stacked weights is each model's own AdamW (it is elementwise). One update then trains every seed once."""
+    models = [build(tokenizer, lexicon, size, static=True, seed=seed) for seed in range(seeds)]
+    if seeds == 1:
+        weights = list(models[0].parameters())
+
+        def losses(inputs):
+            return models[0](**inputs).loss
+    else:
+        from torch.func import functional_call, stack_module_state, vmap
+
+        stacked, buffers = stack_module_state(models)
+        weights = list(stacked.values())
+        base = copy.deepcopy(models[0]).to("meta")
+
+        def one(p, b, input_ids, attention_mask, labels):
+            return functional_call(base, (p, b), (), dict(input_ids=input_ids, attention_mask=attention_mask,
+                                                          labels=labels)).loss
+
+        vmapped = vmap(one, randomness="different")
+
+        def losses(inputs):
+            return vmapped(stacked, buffers, inputs["input_ids"], inputs["attention_mask"], inputs["labels"]).sum()
+    optimizer = torch.optim.AdamW(weights, lr=1e-4, betas=(0.9, 0.998), weight_decay=0.0, fused=True, capturable=True)
     source_length = max(batch["input_ids"].shape[1] for batch in work)
     target_length = max(batch["labels"].shape[1] for batch in work)
     fill = {"input_ids": tokenizer.pad_token_id, "attention_mask": 0, "labels": -100}
     length = {"input_ids": source_length, "attention_mask": source_length, "labels": target_length}
-    inputs = {key: torch.full((len(work[0][key]), length[key]), fill[key], dtype=work[0][key].dtype, device=device())
-              for key in fill}
+    rows = len(work[0]["input_ids"])
+    inputs = {key: torch.full(((seeds,) if seeds > 1 else ()) + (rows, length[key]), fill[key],
+                              dtype=work[0][key].dtype, device=device()) for key in fill}
 
-    def load(batch):
+    def load(update: int):  # seed k of update u reads batch u·seeds + k
         for key, buffer in inputs.items():
             buffer.fill_(fill[key])
-            buffer[:, : batch[key].shape[1]].copy_(batch[key])
+            for seed in range(seeds):
+                batch = work[(update * seeds + seed) % len(work)][key]
+                (buffer[seed] if seeds > 1 else buffer)[:, : batch.shape[1]].copy_(batch)
+
+    def clip():
+        if seeds == 1:
+            torch.nn.utils.clip_grad_norm_(weights, 5.0)
+            return
+        norms = torch.stack([w.grad.flatten(1).pow(2).sum(1) for w in weights]).sum(0).sqrt()  # (seeds,)
+        scale = (5.0 / (norms + 1e-6)).clamp(max=1.0)
+        for w in weights:
+            w.grad.mul_(scale.view(-1, *[1] * (w.dim() - 1)))
 
     def update():
-        loss = model(**inputs).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        losses(inputs).backward()
+        clip()
         optimizer.step()
 
     start = time.perf_counter()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # eager updates first: optimizer state, cuBLAS workspaces
-        for batch in work[: max(warmup, 2)]:
-            load(batch)
+        for number in range(max(warmup, 2)):
+            load(number)
             optimizer.zero_grad(set_to_none=True)
             update()
     torch.cuda.current_stream().wait_stream(side)
@@ -196,15 +232,15 @@ def graphed_updates(tokenizer, lexicon, size: str, work: list[dict], warmup: int
         update()
     synchronize()
     capture_seconds = time.perf_counter() - start
-    timed = work[warmup:]
+    timed = range(warmup, len(work) // seeds)
     start = time.perf_counter()
-    for batch in timed:
-        load(batch)
+    for number in timed:
+        load(number)
         graph.replay()
     synchronize()
     seconds = time.perf_counter() - start
     return {"ms_per_update": 1000 * seconds / len(timed), "updates": len(timed), "warmup_seconds": capture_seconds,
-            "warmup_updates": max(warmup, 2), "batch_size": len(work[0]["input_ids"]),
+            "warmup_updates": max(warmup, 2), "batch_size": rows, "seeds": seeds,
             "padded_shape": [source_length, target_length]}
 
 
@@ -331,13 +367,18 @@ def write(out: Path, *new_entries: dict) -> None:
                   f"measured {e['matmul_tflops']:.1f} TFLOP/s); "
                   + ", ".join(f"{mode} is {m['ms_per_update'] / e['floor_ms']:.1f}× the floor"
                               for mode, m in e["modes"].items() if "error" not in m)]
-        for g in e.get("graphed_batch_sizes", []):
+        for g in e.get("graphed_seeds", []):
+            if "error" in g:
+                lines.append(f"- graphed, several seeds as one model: failed: {g['error']}")
+                continue
+            lines.append(f"- graphed, {g['seeds']} seeds as one model (padded to {g['padded_shape'][0]} × "
+                         f"{g['padded_shape'][1]}): {g['ms_per_update']:.1f} ms per update of all, "
+                         f"{g['ms_per_update'] / g['seeds']:.1f} ms per seed")
+        for g in e.get("graphed_batch_sizes", []):  # entries written before the seeds mode
             if "error" in g:
                 lines.append(f"- graphed at another batch size: failed: {g['error']}")
                 continue
-            lines.append(f"- graphed at batch {g['batch_size']} (padded to {g['padded_shape'][0]} × {g['padded_shape'][1]}): "
-                         f"{g['ms_per_update']:.1f} ms per update, {1000 * g['batch_size'] / g['ms_per_update']:.0f} "
-                         "training pairs/s")
+            lines.append(f"- graphed at batch {g['batch_size']}: {g['ms_per_update']:.1f} ms per update")
         for c in e.get("concurrent", []):
             if "error" in c:
                 lines.append(f"- {c['processes']} seeds at once ({c['mode']}): failed: {c['error']}")
@@ -365,9 +406,8 @@ def main(argv=None) -> None:
     parser.add_argument("--modes", default="eager,static,graphed",
                         help="which to time, of eager, static, fast and graphed (CUDA only: the static step captured "
                              "into one CUDA graph)")
-    parser.add_argument("--graphed-batch-sizes", default="",
-                        help="also time the graphed step at these batch sizes (e.g. 1024,4096): what K seeds batched "
-                             "into one model would cost")
+    parser.add_argument("--graphed-seeds", default="",
+                        help="also time the graphed step of this many seeds trained as one model (e.g. 4,8; CUDA only)")
     parser.add_argument("--concurrent-mode", choices=("eager", "static", "fast", "graphed"), default="graphed",
                         help="the mode that --seeds-at-once times (graphed: CUDA only)")
     parser.add_argument("--decode-sentences", type=int, default=None, help="decode the first N test sentences (default: all)")
@@ -425,10 +465,11 @@ def main(argv=None) -> None:
         "largest_difference_from_cpu": agreement,
         "speedup_over_eager": {mode: modes["eager"]["ms_per_update"] / m["ms_per_update"]
                                for mode, m in modes.items() if mode != "eager" and "eager" in modes and "error" not in m},
-        "graphed_batch_sizes": [
-            graphed_or_error(tokenizer, lexicon, args.size, batches(tokenizer, data["train"], size, args.warmup + args.updates),
-                             args.warmup)
-            for size in ([int(n) for n in args.graphed_batch_sizes.split(",") if n] if device().type == "cuda" else [])],
+        "graphed_seeds": [
+            graphed_or_error(tokenizer, lexicon, args.size,
+                             batches(tokenizer, data["train"], args.batch_size, (args.warmup + args.updates) * seeds),
+                             args.warmup, seeds)
+            for seeds in ([int(n) for n in args.graphed_seeds.split(",") if n] if device().type == "cuda" else [])],
         "flops_per_update": flops, "matmul_tflops": rate / 1e12, "floor_ms": 1000 * flops / rate,
         "concurrent": [concurrent(args, n) for n in concurrency],
         "decoding": decode_rate(tokenizer, lexicon, args.size, sources, 1024 if device().type == "cuda" else 128),

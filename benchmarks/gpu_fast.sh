@@ -1,12 +1,12 @@
 #!/bin/bash
 # One device call on the lent GPU: measure the training step (benchmarks/bench_gpu.py, at most BENCH_SECONDS, default
-# 120), then train as many full 8,000-update paper-preset seeds as fit with the fast step and bring back their rows.
+# 150), then train as many full 8,000-update paper-preset seeds as fit with the fast step and bring back their rows.
 #
 # Here, once:   make gpu-wheels          # datasets and what it needs that the GPU image lacks, into .whl/
 # There (device tool `run`, carry [".whl"], timeout_s 600):
 #   bash benchmarks/gpu_fast.sh MINUTES SEEDS TASK:ROW [TASK:ROW]
-#   BENCH_ARGS="--modes eager,static,graphed --graphed-batch-sizes 2048,4096 --seeds-at-once 1,2 --concurrent-mode graphed
-#   --updates 20 --warmup 3 --decode-sentences 1024" bash benchmarks/gpu_fast.sh 9.2 0-4 scan-jump:simple scan-around-right:simple
+#   BENCH_ARGS="--modes eager,static,graphed --graphed-seeds 4,8 --seeds-at-once 1 --updates 20 --warmup 3
+#   --decode-sentences 1024" bash benchmarks/gpu_fast.sh 9.2 0-4 scan-jump:simple scan-around-right:simple
 #
 # MINUTES is the whole call's budget. Each seed's training gets what is left after the bench less 1.5 minutes for
 # decoding and writing (`--max_train_minutes`, so a seed that cannot finish stops in time, is evaluated as it stands
@@ -39,7 +39,7 @@ if [ ${#gpu_args[@]} -gt 0 ]; then
                --dataloader_num_workers 2 --dataloader_persistent_workers true)
 fi
 
-timeout "${BENCH_SECONDS:-120}" python3 benchmarks/bench_gpu.py --out "$out/bench_gpu" ${BENCH_ARGS:-} 2>&1 | tail -n 40
+timeout "${BENCH_SECONDS:-150}" python3 benchmarks/bench_gpu.py --out "$out/bench_gpu" ${BENCH_ARGS:-} 2>&1 | tail -n 40
 echo "bench exit status ${PIPESTATUS[0]}"; cat "$out/bench_gpu.md" 2>/dev/null; rm -f "$out/bench_gpu.md"
 
 left=$(python3 -c "print(round(($minutes * 60 - ($(date +%s) - $start)) / 60 - 1.5, 2))")

@@ -172,3 +172,36 @@ def test_inside_a_graph_the_static_training_step_neither_takes_nor_reads_host_da
     with HostDataRecorder() as recorder:
         model(**batch).loss.backward()
     assert recorder.found
+
+
+def test_several_seeds_as_one_vmapped_model_give_each_seeds_own_loss_and_gradients(toy_tokenizer, toy_data):
+    """K models' weights stacked and the loss vmapped over them (`torch.func`: several seeds in one set of kernels,
+    each on its own batch) equal K separate models: the model runs under a functorch transform without host reads."""
+    import copy
+
+    from torch.func import functional_call, stack_module_state, vmap
+
+    models = [model_for(toy_tokenizer, "paper_code_details", static_shapes=True) for _ in range(3)]
+    for seed, model in enumerate(models):  # three different models
+        torch.manual_seed(seed)
+        for parameter in model.parameters():
+            parameter.data.normal_(0, 0.1)
+    params, buffers = stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+    batches = [random_padded_batch(toy_tokenizer, toy_data, seed) for seed in range(3)]
+    width = {key: max(batch[key].shape[1] for batch in batches) for key in ("input_ids", "labels")}
+    fill = {"input_ids": toy_tokenizer.pad_token_id, "attention_mask": 0, "labels": -100}
+    stacked = {key: torch.stack([torch.nn.functional.pad(batch[key], (0, width["labels" if key == "labels" else "input_ids"]
+                                                                      - batch[key].shape[1]), value=fill[key])
+                                 for batch in batches]) for key in fill}
+
+    def loss(p, b, input_ids, attention_mask, labels):
+        return functional_call(base, (p, b), (), dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels)).loss
+
+    losses = vmap(loss)(params, buffers, stacked["input_ids"], stacked["attention_mask"], stacked["labels"])
+    losses.sum().backward()
+    for k, (model, batch) in enumerate(zip(models, batches)):
+        model_loss, grads = loss_and_gradients(model, batch)
+        torch.testing.assert_close(losses[k].detach(), model_loss, atol=1e-6, rtol=1e-5)
+        for name, grad in grads.items():
+            torch.testing.assert_close(params[name].grad[k], grad, atol=1e-6, rtol=1e-5)

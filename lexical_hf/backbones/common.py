@@ -51,11 +51,19 @@ class LexicalEncoderOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+def in_functorch_transform() -> bool:
+    """Whether this code runs under a `torch.func` transform (`vmap` over several models' stacked weights, say)."""
+    peek = getattr(torch._C._functorch, "peek_interpreter_stack", None)
+    return peek is not None and peek() is not None
+
+
 def in_graph() -> bool:
-    """Whether this code runs inside a graph: traced by `torch.compile`, or captured into a CUDA graph. Host reads
-    (`.item()`, `.tolist()`, a branch on a tensor's value) are impossible there, so the input checks that need them
-    are skipped; the training pipeline's data collator runs them on the host instead (`check_inputs`)."""
-    return torch.compiler.is_compiling() or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+    """Whether this code runs inside a graph: traced by `torch.compile`, captured into a CUDA graph, or under a
+    `torch.func` transform. Host reads (`.item()`, `.tolist()`, a branch on a tensor's value) are impossible there, so
+    the input checks that need them are skipped; the training pipeline's data collator runs them on the host instead
+    (`check_inputs`)."""
+    return (torch.compiler.is_compiling() or in_functorch_transform()
+            or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()))
 
 
 def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, pad_token_id: int,

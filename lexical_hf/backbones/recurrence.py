@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence
 
-from .common import in_graph
+from .common import in_functorch_transform, in_graph
 
 
 class LSTMWeights(nn.Module):
@@ -88,7 +88,7 @@ def lstm_cell(gates: torch.Tensor, cell: torch.Tensor, extra_gates: torch.Tensor
     gates (B, 4H) [+ extra_gates (B, 4H)], cell (B, H) → hidden (B, H), cell (B, H):
         c' = σ(f) ⊙ c + σ(i) ⊙ tanh(g),   h' = σ(o) ⊙ tanh(c')
     """
-    if gates.is_cuda and not torch.compiler.is_compiling():
+    if gates.is_cuda and not torch.compiler.is_compiling() and not in_functorch_transform():  # no batching rule
         extra_gates = torch.zeros_like(gates) if extra_gates is None else extra_gates.contiguous()
         hidden, cell, _ = torch.ops.aten._thnn_fused_lstm_cell(gates.contiguous(), extra_gates, cell.contiguous())
         return hidden, cell
