@@ -124,6 +124,8 @@ PAPER = {
 PAPER_ROW = {"ibm2-prior": "ibm2"}
 PAPER_ONE_SHOT = {"eng-cmn": {"lstm": 17.47, "simple": 18.46, "pmi": 18.46, "ibm2": 19.62, "geca": 17.94}}
 PAPER_RECIPE = "2×512, dropout 0.4, batch 128 × 4, 8,000 updates"
+SYNTATT_PAPER_RECIPE = ("Russin et al.'s v1 size, 2 × 200 per direction with 120-wide embeddings, batched: 32 × 6,250 "
+                        "updates at a constant 0.001 (the 200,000 pairs of v1's batch-1 run)")
 # The reduced rows keep the paper's equations where `paper` uses the paper code's decoder details and source side
 # (both measured on SCAN jump: scan_jump_code_options.md, scan_cpu_tier_analysis.md). Colors always runs the paper recipe.
 CODE_DETAILS_NOTE = ("keeps the paper's equations where `paper` uses the paper code's decoder details "
@@ -205,6 +207,13 @@ def reduced_note(results: dict) -> str:
         batch_text += " (grouped by source + target length)" if by_target else " (grouped by source length)"
     selection = ("checkpoint chosen on validation exact match" if results.get("selection") == "validation"
                  else "final weights")
+    rate = ("a constant learning rate" if training.get("lr_scheduler_type") == "constant" else "a peak learning rate")
+    if model["backbone"] == "syntactic_attention":
+        return (f"Syntactic Attention rows with preset `cpu` are reduced: syntactic biLSTM {model['num_layers']} × "
+                f"{model['hidden_size']} per direction with {model['embedding_size']}-wide semantic embeddings, dropout "
+                f"{model['dropout']}, batch {batch_text}, {training['max_steps']:,} updates at {rate} of "
+                f"{training['learning_rate']:g}, {selection} — its `paper` preset is {SYNTATT_PAPER_RECIPE} "
+                "([`syntactic_attention.md`](syntactic_attention.md)). Both decode greedily.")
     return (f"Rows with preset `cpu` are reduced: {model['num_layers']}×{model['hidden_size']} {model['backbone'].upper()} "
             f"with {model['embedding_size']}-wide embeddings, dropout {model['dropout']}, batch {batch_text}, "
             f"{training['max_steps']:,} updates at a peak learning rate of {training['learning_rate']:g}, {selection} "

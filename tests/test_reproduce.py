@@ -183,6 +183,15 @@ def test_the_reduced_note_says_how_batches_were_grouped(reproduce):
     assert "batch 64," in reproduce.reduced_note(random_batches)
 
 
+def test_a_syntactic_attention_rows_reduced_note_compares_it_with_its_own_paper_preset(reproduce):
+    row = cpu_row([{"test": {"exact_match": 0.5}}])
+    row = {**row, "model": {**row["model"], "backbone": "syntactic_attention", "hidden_size": 100, "num_layers": 1},
+           "training": {**row["training"], "lr_scheduler_type": "constant", "learning_rate": 0.003}}
+    note = reproduce.reduced_note(row)
+    assert "biLSTM 1 × 100 per direction" in note and "a constant learning rate of 0.003" in note
+    assert "6,250 updates" in note and reproduce.PAPER_RECIPE not in note and "decoder details" not in note
+
+
 def test_publish_rebuilds_the_rows_folder_and_checks_it_against_the_row(reproduce, tmp_path, capsys, monkeypatch):
     """A fresh clone has the row files but not the Hub-ready folders: `--publish` trains the row's first seed again
     from the recorded command, leaves the row file alone, and fails when the metrics differ from the row's."""
