@@ -165,7 +165,9 @@ def graphed_updates(tokenizer, lexicon, size: str, work: list[dict], warmup: int
 
     With `seeds` > 1, that many models (other initial weights) train as one: their weights stacked, the loss vmapped
     over them (`torch.func`), each on its own batch from `work`, clipped each by its own gradient norm; AdamW on the
-    stacked weights is each model's own AdamW (it is elementwise). One update then trains every seed once."""
+    stacked weights is each model's own AdamW (it is elementwise). One update then trains every seed once. Under vmap
+    the LSTM cell runs as pointwise operations (the fused CUDA kernel has no batching rule), so against `seeds=1` the
+    per-seed time is an upper bound."""
     models = [build(tokenizer, lexicon, size, static=True, seed=seed) for seed in range(seeds)]
     if seeds == 1:
         weights = list(models[0].parameters())
