@@ -648,8 +648,8 @@ def transduction_row(task: str, row: str, path: Path, results: dict, paper: tupl
     for split in ("validation", "test"):
         coarse = [seed[split]["coarse_accuracy"] for seed in results["per_seed"].values()]
         fine = [seed[split]["fine_accuracy"] for seed in results["per_seed"].values()]
-        cells.append(f"{fmt(statistics.fmean(coarse), statistics.pstdev(coarse), 2)} / "
-                     f"{fmt(statistics.fmean(fine), statistics.pstdev(fine), 2)}")
+        spread = (lambda values: statistics.pstdev(values) if len(values) > 1 else None)  # one seed: no "± 0.00"
+        cells.append(f"{fmt(statistics.fmean(coarse), spread(coarse), 2)} / {fmt(statistics.fmean(fine), spread(fine), 2)}")
     per_seed = " ".join(f"{seed['test']['coarse_accuracy']:.2f}" for seed in results["per_seed"].values())
     wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
     updates = [seed["train_seconds"]["updates"] for seed in results["per_seed"].values()

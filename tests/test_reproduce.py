@@ -363,6 +363,12 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     (tmp_path / "transduction" / "reversal" / "deep-lstm.json").write_text(json.dumps(deep))
     section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
     assert "| reversal | deep LSTM (2 layers; the paper's: 8 layers) | [1.00 ± 0.00 / 1.00 ± 0.00]" in section
+    # a row of one seed so far has no spread to show
+    (tmp_path / "transduction" / "svo-sov").mkdir()
+    (tmp_path / "transduction" / "svo-sov" / "queue-lstm.json").write_text(json.dumps(transduction_results([0.88])))
+    section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
+    row = next(line for line in section.splitlines() if line.startswith("| SVO→SOV | Queue-LSTM |"))
+    assert "| [1.00 / 1.00](transduction/svo-sov/queue-lstm.json) | 1.00 / 1.00 | 0.88 / 0.99 | 1.00 / 1.00 | 0.88 | 1 |" in row
 
 
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):
