@@ -644,11 +644,13 @@ def transduction_row(task: str, row: str, path: Path, results: dict, paper: tupl
     import statistics
 
     paper_train, paper_test = (f"{coarse:.2f} / {fine:.2f}" for coarse, fine in paper[:2])
+    def spread(values):  # a row of one seed so far shows no "± 0.00"
+        return statistics.pstdev(values) if len(values) > 1 else None
+
     cells = []
     for split in ("validation", "test"):
         coarse = [seed[split]["coarse_accuracy"] for seed in results["per_seed"].values()]
         fine = [seed[split]["fine_accuracy"] for seed in results["per_seed"].values()]
-        spread = (lambda values: statistics.pstdev(values) if len(values) > 1 else None)  # one seed: no "± 0.00"
         cells.append(f"{fmt(statistics.fmean(coarse), spread(coarse), 2)} / {fmt(statistics.fmean(fine), spread(fine), 2)}")
     per_seed = " ".join(f"{seed['test']['coarse_accuracy']:.2f}" for seed in results["per_seed"].values())
     wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
