@@ -230,3 +230,29 @@ def test_the_cuda_graph_step_trains_like_the_default_step_with_one_capture_per_b
     for name, value in weights[False].items():
         torch.testing.assert_close(weights[True][name], value, rtol=1e-4, atol=1e-6)
     assert len(captured) == len(set(captured)) >= 2  # the toy batches come in more than one padded shape
+
+
+def test_evaluation_with_generate_leaves_the_model_generation_config_as_it_was(toy_tokenizer, toy_data, tmp_path):
+    """Seq2SeqTrainer fills the model's generation config with transformers' defaults after each generate() (max_length
+    20 beside the model's max_new_tokens cap); every later generate() then warns that both were set, and checkpoints
+    save the filled config. `LexicalSeq2SeqTrainer` evaluates twice without either."""
+    from transformers.testing_utils import CaptureLogger
+    from transformers.utils import logging as transformers_logging
+
+    from lexical_hf.training.collator import CheckedDataCollator
+    from lexical_hf.training.trainer import LexicalSeq2SeqTrainer
+
+    data = _toy_dataset(toy_tokenizer, toy_data, 12)
+    model = small_model(toy_tokenizer, lexical_mode="none")
+    expected = model.generation_config.to_dict()
+    assert expected["max_length"] is None and expected["max_new_tokens"] == model.config.max_decode_length
+    args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=4, predict_with_generate=True,
+                                    report_to="none", use_cpu=True, disable_tqdm=True)
+    trainer = LexicalSeq2SeqTrainer(model=model, args=args, eval_dataset=data, processing_class=toy_tokenizer,
+                                    data_collator=CheckedDataCollator(toy_tokenizer, model=model),
+                                    compute_metrics=lambda prediction: {"decoded": float(prediction.predictions.shape[0])})
+    with CaptureLogger(transformers_logging.get_logger("transformers")) as captured:
+        decoded = [trainer.evaluate()["eval_decoded"] for _ in range(2)]
+    assert decoded == [len(data), len(data)]  # generate() ran on every example, both times
+    assert "seem to have been set" not in captured.out
+    assert model.generation_config.to_dict() == expected

@@ -3,6 +3,7 @@ validation metric that selects checkpoints."""
 
 from __future__ import annotations
 
+import copy
 import time
 
 import datasets
@@ -117,6 +118,19 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
                                         num_items_in_batch=num_items_in_batch)
         return self.graphed_loss(inputs, num_items_in_batch)
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
+        """`Seq2SeqTrainer.prediction_step`, leaving the model's generation config as it was.
+
+        The stock step fills every unset field of ``model.generation_config`` with transformers' defaults after each
+        `generate()`; ``max_length=20`` then sits beside the model's own ``max_new_tokens`` cap, every later
+        `generate()` warns that both were set, and each checkpoint saves the filled config. Decoding itself is not
+        changed (``max_new_tokens`` takes precedence)."""
+        generation_config = copy.deepcopy(self.model.generation_config)
+        try:
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+        finally:
+            self.model.generation_config = generation_config
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = self.train_dataset if train_dataset is None else train_dataset
