@@ -344,6 +344,7 @@ def write(out: Path, *new_entries: dict) -> None:
     """Add `new_entries` to `out`.json (one per device, task and size; a newer run replaces an older one) and rebuild
     `out`.md from it."""
     json_path, md_path = out.with_suffix(".json"), out.with_suffix(".md")
+    out.parent.mkdir(parents=True, exist_ok=True)
     entries = json.loads(json_path.read_text()) if json_path.exists() else {}
     for entry in new_entries:
         entries[f"{entry['device']} · {entry['task']} · {entry['size']}"] = entry
@@ -361,7 +362,7 @@ def write(out: Path, *new_entries: dict) -> None:
             lines.append(f"| {mode} | failed: {m['error']} | | | |" if "error" in m else
                          f"| {mode} | {m['ms_per_update']:.1f} | {m['warmup_seconds']:.1f} | {m.get('warmup_updates', '')} | "
                          f"{m['updates']} |")
-        speedups = e.get("speedup_over_eager") or {  # entries written before the graphed mode existed
+        speedups = e["speedup_over_eager"] if "speedup_over_eager" in e else {  # entries written before the graphed mode
             "fast": e["speedup_fast_over_eager"], "static": e["speedup_static_over_eager"]}
         lines += ["", "- eager ms ÷ mode ms (above 1: faster than eager): "
                   + ", ".join(f"{mode} **{ratio:.2f}×**" for mode, ratio in speedups.items()),
@@ -467,15 +468,16 @@ def main(argv=None) -> None:
         "largest_difference_from_cpu": agreement,
         "speedup_over_eager": {mode: modes["eager"]["ms_per_update"] / m["ms_per_update"]
                                for mode, m in modes.items() if mode != "eager" and "eager" in modes and "error" not in m},
-        "graphed_seeds": [
-            graphed_or_error(tokenizer, lexicon, args.size,
-                             batches(tokenizer, data["train"], args.batch_size, (args.warmup + args.updates) * seeds),
-                             args.warmup, seeds)
-            for seeds in ([int(n) for n in args.graphed_seeds.split(",") if n] if device().type == "cuda" else [])],
         "flops_per_update": flops, "matmul_tflops": rate / 1e12, "floor_ms": 1000 * flops / rate,
-        "concurrent": [concurrent(args, n) for n in concurrency],
         "decoding": decode_rate(tokenizer, lexicon, args.size, sources, 1024 if device().type == "cuda" else 128),
     }
+    write(args.out, entry)  # the modes are on file before the slower several-seed measurements (a caller may time out)
+    entry["graphed_seeds"] = [
+        graphed_or_error(tokenizer, lexicon, args.size,
+                         batches(tokenizer, data["train"], args.batch_size, (args.warmup + args.updates) * seeds),
+                         args.warmup, seeds)
+        for seeds in ([int(n) for n in args.graphed_seeds.split(",") if n] if device().type == "cuda" else [])]
+    entry["concurrent"] = [concurrent(args, n) for n in concurrency]
     write(args.out, entry)
     print(json.dumps({k: v for k, v in entry.items() if k != "modes"}, indent=1))
 
