@@ -8,6 +8,8 @@
 #   BENCH_ARGS="--modes eager,static,graphed --graphed-seeds 4,8 --seeds-at-once 1 --updates 20 --warmup 3
 #   --decode-sentences 1024" bash benchmarks/gpu_fast.sh 9.2 0-4 scan-jump:simple scan-around-right:simple
 #
+# BENCH_JSON=FILE skips the bench and plans from FILE (the bench_gpu.json an earlier call on the same kind of device
+# brought back; carry it).
 # MINUTES is the whole call's budget. Each seed's training gets what is left after the bench less 1.5 minutes for
 # decoding and writing (`--max_train_minutes`, so a seed that cannot finish stops in time, is evaluated as it stands
 # and is marked as stopped short). On a GPU only as many of SEEDS train as the bench's captured update says can finish
@@ -39,8 +41,12 @@ if [ ${#gpu_args[@]} -gt 0 ]; then
                --dataloader_num_workers 2 --dataloader_persistent_workers true)
 fi
 
-timeout "${BENCH_SECONDS:-150}" python3 benchmarks/bench_gpu.py --out "$out/bench_gpu" ${BENCH_ARGS:-} 2>&1 | tail -n 40
-echo "bench exit status ${PIPESTATUS[0]}"; cat "$out/bench_gpu.md" 2>/dev/null; rm -f "$out/bench_gpu.md"
+if [ -n "${BENCH_JSON:-}" ]; then  # a bench of an earlier call on this device: all the time goes to training
+    cp "$BENCH_JSON" "$out/bench_gpu.json" || exit 2
+else
+    timeout "${BENCH_SECONDS:-150}" python3 benchmarks/bench_gpu.py --out "$out/bench_gpu" ${BENCH_ARGS:-} 2>&1 | tail -n 40
+    echo "bench exit status ${PIPESTATUS[0]}"; cat "$out/bench_gpu.md" 2>/dev/null; rm -f "$out/bench_gpu.md"
+fi
 
 left=$(python3 -c "print(round(($minutes * 60 - ($(date +%s) - $start)) / 60 - 1.5, 2))")
 python3 -c "import sys; sys.exit(not $left > 0.5)" || { echo "no time left to train ($left min)"; exit 4; }

@@ -134,6 +134,24 @@ def test_the_collator_checks_batches_on_the_host(toy_tokenizer, toy_data):
         collator(features)
 
 
+def test_the_collator_checks_without_touching_cuda_in_a_process_where_it_is_not_initialised(toy_tokenizer, toy_data,
+                                                                                           monkeypatch):
+    """A data-loading worker forked from a training process on a GPU cannot make any CUDA call (it fails with
+    "initialization error"); the collator's checks there must not ask whether a CUDA graph is being captured."""
+    from lexical_hf.training.collator import CheckedDataCollator
+
+    def no_cuda_here():
+        raise RuntimeError("CUDA error: initialization error")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", no_cuda_here)
+    model = model_for(toy_tokenizer, "sigmoid")
+    collator = CheckedDataCollator(toy_tokenizer, model=model)
+    batch = collator([toy_tokenizer(source, text_target=target) for source, target in toy_data[:3]])
+    assert batch["input_ids"].shape[0] == 3
+
+
 class HostDataRecorder(torch.utils._python_dispatch.TorchDispatchMode):
     """Records the ops that take data from the host (`torch.tensor(list)`) or read a value back to it (`.item()`,
     `.tolist()`, `if tensor:`): what a CUDA graph capture cannot hold."""

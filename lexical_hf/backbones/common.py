@@ -61,9 +61,12 @@ def in_graph() -> bool:
     """Whether this code runs inside a graph: traced by `torch.compile`, captured into a CUDA graph, or under a
     `torch.func` transform. Host reads (`.item()`, `.tolist()`, a branch on a tensor's value) are impossible there, so
     the input checks that need them are skipped; the training pipeline's data collator runs them on the host instead
-    (`check_inputs`)."""
+    (`check_inputs`).
+
+    A capture needs CUDA initialised in this process, so a process without it (a data-loading worker forked from a
+    training process on a GPU, where any CUDA call fails) is not asked."""
     return (torch.compiler.is_compiling() or in_functorch_transform()
-            or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()))
+            or (torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()))
 
 
 def check_source(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, pad_token_id: int,
