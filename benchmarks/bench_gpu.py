@@ -279,6 +279,47 @@ def device_agreement(tokenizer, lexicon, work: list[dict]) -> dict | None:
     return differences
 
 
+def graphed_training_agreement(tokenizer, lexicon, size: str, work: list[dict], updates: int) -> dict | None:
+    """On CUDA: `updates` training updates with the trainer's graphed loss (`GraphedTrainingLoss`: one CUDA graph per
+    padded batch shape, then `.backward()`, clipping at 5, fused AdamW, `zero_grad()`, as `Seq2SeqTrainer` does them)
+    against the same updates with the eager static step, from the same weights on the same batches, in float32 without
+    TF32 and without dropout (eval mode, cuDNN off: its RNN has no backward in eval mode). Every other batch keeps only
+    its rows with targets of at most 32 tokens, so that batches of a second shape are captured and replayed in turn.
+    Per update: the largest gradient difference relative to the largest eager gradient (before clipping), both
+    gradient norms, and the largest weight difference after the step. None on a CPU."""
+    if device().type != "cuda":
+        return None
+    from lexical_hf.training.trainer import GraphedTrainingLoss
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    models = [build(tokenizer, lexicon, size, static=True).eval() for _ in range(2)]
+    graphed = GraphedTrainingLoss(models[0])
+    optimizers = [torch.optim.AdamW(model.parameters(), lr=7e-4, betas=(0.9, 0.998), weight_decay=0.0, fused=True)
+                  for model in models]
+    result = {"updates": updates, "gradient_difference": [], "gradient_norms": [], "weight_difference": []}
+    with torch.backends.cudnn.flags(enabled=False):
+        for number, batch in enumerate(work[:updates]):
+            if number % 2:
+                short = batch["labels"].ne(-100).sum(1) <= 32
+                batch = {key: value[short][:, :32] if key == "labels" else value[short] for key, value in batch.items()}
+            graphed(batch).backward()
+            models[1](**batch).loss.backward()
+            grads = [[p.grad for p in model.parameters() if p.grad is not None] for model in models]
+            scale = max(float(g.abs().max()) for g in grads[1])
+            result["gradient_difference"].append(max(float((a - b).abs().max()) for a, b in zip(*grads)) / scale)
+            result["gradient_norms"].append([float(torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0))
+                                             for model in models])
+            for model, optimizer in zip(models, optimizers):
+                optimizer.step()
+                model.zero_grad()
+            with torch.no_grad():
+                result["weight_difference"].append(max(float((a - b).abs().max())
+                                                       for a, b in zip(models[0].parameters(), models[1].parameters())))
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    result["shapes_captured"] = len(graphed.graphs)
+    return result
+
+
 def matmul_rate() -> float:
     """FLOP/s of a large float32 matmul (TF32 on CUDA), measured now."""
     size, repeats = (8192, 20) if device().type == "cuda" else (1024, 10)
@@ -391,6 +432,12 @@ def write(out: Path, *new_entries: dict) -> None:
         if e.get("largest_difference_from_cpu"):
             lines.append("- largest difference of the device's loss and gradients from the CPU's (float32, one batch): "
                          + ", ".join(f"{k} {v:.1e}" for k, v in e["largest_difference_from_cpu"].items()))
+        if e.get("graphed_training_agreement"):
+            a = e["graphed_training_agreement"]
+            lines.append(f"- the trainer's graphed loss against the eager static step, {a['updates']} updates from the "
+                         f"same weights ({a['shapes_captured']} batch shapes captured; float32, no dropout): largest "
+                         f"gradient difference {max(a['gradient_difference']):.1e} of the largest gradient, weights "
+                         f"{a['weight_difference'][-1]:.1e} apart after the last update")
         d = e["decoding"]
         lines += [f"- greedy decoding (`generate_texts`, batch {d['batch_size']}): {d['sentences']} test sentences in "
                   f"{d['seconds']:.2f} s ({d['sentences_per_second']:.0f} sentences/s)", ""]
@@ -411,6 +458,9 @@ def main(argv=None) -> None:
                              "into one CUDA graph)")
     parser.add_argument("--graphed-seeds", default="",
                         help="also time the graphed step of this many seeds trained as one model (e.g. 4,8; CUDA only)")
+    parser.add_argument("--training-agreement", type=int, default=0, metavar="UPDATES",
+                        help="also run this many updates with the trainer's graphed loss against the eager static step "
+                             "and report how far gradients and weights drift apart (CUDA only)")
     parser.add_argument("--concurrent-mode", choices=("eager", "static", "fast", "graphed"), default="graphed",
                         help="the mode that --seeds-at-once times (graphed: CUDA only)")
     parser.add_argument("--decode-sentences", type=int, default=None, help="decode the first N test sentences (default: all)")
@@ -470,6 +520,8 @@ def main(argv=None) -> None:
                                for mode, m in modes.items() if mode != "eager" and "eager" in modes and "error" not in m},
         "flops_per_update": flops, "matmul_tflops": rate / 1e12, "floor_ms": 1000 * flops / rate,
         "decoding": decode_rate(tokenizer, lexicon, args.size, sources, 1024 if device().type == "cuda" else 128),
+        "graphed_training_agreement": graphed_training_agreement(tokenizer, lexicon, args.size, work,
+                                                                 args.training_agreement) if args.training_agreement else None,
     }
     write(args.out, entry)  # the modes are on file before the slower several-seed measurements (a caller may time out)
     entry["graphed_seeds"] = [

@@ -26,7 +26,10 @@ def _template_path(template) -> Path:
         if not Path(template).is_file():
             raise FileNotFoundError(f"model card template {template} not found")
         return Path(template)
-    return Path(str(resources.files("lexical_hf.model_cards") / DEFAULT_TEMPLATE))
+    try:
+        return Path(str(resources.files("lexical_hf.model_cards") / DEFAULT_TEMPLATE))
+    except ModuleNotFoundError:  # run from a checkout that is not installed: the templates' own folder there
+        return Path(__file__).resolve().parents[1] / "model_cards" / DEFAULT_TEMPLATE
 
 
 def build_model_card(results: dict, lexicon=None, template=None, repo_id: str | None = None) -> ModelCard:
