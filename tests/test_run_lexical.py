@@ -3,6 +3,7 @@ runs it: `python examples/run_lexical.py …` (and `lexical-hf train …`, the s
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -615,7 +616,12 @@ def test_validation_selection_keeps_the_users_evaluation_interval(tmp_path):
                              "--output_dir", str(tmp_path / "out")], capture_output=True, text=True, env=env, cwd=REPO,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert (result.stdout + result.stderr).count("'eval_exact_match'") == 4  # updates 5, 10, 15, 20 (not every 2)
+    evaluated = [float(v) for v in re.findall(r"'eval_exact_match': '([0-9.e-]+)'", result.stdout + result.stderr)]
+    assert len(evaluated) == 4  # updates 5, 10, 15, 20 (not every 2)
+    # the metrics say which checkpoint was evaluated on test: the first with the best validation exact match
+    selected = json.loads((tmp_path / "out" / "seeds" / "seed-0" / "metrics.json").read_text())["selected_checkpoint"]
+    assert selected["update"] == 5 * (evaluated.index(max(evaluated)) + 1)
+    assert selected["validation_exact_match"] == pytest.approx(max(evaluated), abs=1e-4)  # the log rounds it
 
 
 def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_path):

@@ -183,6 +183,10 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         trainer.train(resume_from_checkpoint=resume)
 
     metrics = {}
+    best = trainer.state.best_model_checkpoint if seed_args.load_best_model_at_end else None
+    if best:  # the weights evaluated below: the first checkpoint with the best validation exact match
+        metrics["selected_checkpoint"] = {"update": int(Path(best).name.rsplit("-", 1)[1]),
+                                          "validation_exact_match": trainer.state.best_metric}
     for split in test_splits(tokenized):
         predictions = generate_texts(trainer.model, tokenizer, raw[split]["source"],
                                      batch_size=seed_args.per_device_eval_batch_size,
