@@ -382,13 +382,13 @@ def describe_device() -> str:
 
 
 def write(out: Path, *new_entries: dict) -> None:
-    """Add `new_entries` to `out`.json (one per device, task and size; a newer run replaces an older one) and rebuild
+    """Add `new_entries` to `out`.json (one per device, task, size and modes; a newer run replaces an older one) and rebuild
     `out`.md from it."""
     json_path, md_path = out.with_suffix(".json"), out.with_suffix(".md")
     out.parent.mkdir(parents=True, exist_ok=True)
     entries = json.loads(json_path.read_text()) if json_path.exists() else {}
     for entry in new_entries:
-        entries[f"{entry['device']} · {entry['task']} · {entry['size']}"] = entry
+        entries[f"{entry['device']} · {entry['task']} · {entry['size']} · {', '.join(entry['modes'])}"] = entry
     json_path.write_text(json.dumps(entries, indent=1) + "\n")
     lines = ["# The training step on a device: ms per update, eager against the fast steps", "",
              f"Written by `python benchmarks/bench_gpu.py` from [`{json_path.name}`]({json_path.name}); each block is one "
@@ -470,10 +470,17 @@ def main(argv=None) -> None:
     parser.add_argument("--render", nargs="*", type=Path, metavar="JSON", default=None,
                         help="measure nothing: add the entries of these JSON files (e.g. what a device call brought "
                              "back) to --out.json and rebuild --out.md")
+    parser.add_argument("--revision", default=None,
+                        help="with --render: the commit that ran, where the device's copy of the checkout reported a "
+                             "stale one (the entry keeps what it reported beside it)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.render is not None:
-        write(args.out, *(entry for path in args.render for entry in json.loads(path.read_text()).values()))
+        entries = [entry for path in args.render for entry in json.loads(path.read_text()).values()]
+        if args.revision:
+            for entry in entries:
+                entry["revision"] = f"{args.revision} (the device reported {entry['revision']})"
+        write(args.out, *entries)
         return
     args.compile_backend = args.compile_backend or ("inductor" if device().type == "cuda" else "aot_eager")
     if device().type == "cuda":

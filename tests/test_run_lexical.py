@@ -762,3 +762,35 @@ def test_a_run_without_a_lexicon_leaves_no_earlier_lexicon_in_the_folder(tmp_pat
     assert json.loads((tmp_path / "results.json").read_text())["lexicon"] == "none"
     assert not (tmp_path / "lexicon.json").exists()
     assert not list(tmp_path.glob(".*.partial"))  # the atomic writes leave nothing behind
+
+
+def test_monitored_splits_are_decoded_during_training_into_the_log_history(tmp_path):
+    """--monitor_splits test decodes the test split every --monitor_steps updates and after the last, into the log
+    history; with the final weights selected, the last monitored score is the seed's test score. A split the data
+    lacks, or an interval without splits, is refused before training."""
+    for name, text in (("train", "dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n"),
+                       ("dev", "dax dax\tRED RED\n"), ("test", "lug lug\tBLUE BLUE\nlug dax dax\tBLUE RED RED\n")):
+        (tmp_path / f"{name}.tsv").write_text(text)
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors", "--max_steps", "30")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+
+    def run(*extra, out="out"):
+        return subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
+                               "--validation_file", str(tmp_path / "dev.tsv"), "--test_file", str(tmp_path / "test.tsv"),
+                               "--max_steps", "12", "--selection", "final", "--save_strategy", "steps", "--save_steps", "12",
+                               "--keep_seed_checkpoints", "true", "--output_dir", str(tmp_path / out), *extra],
+                              capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+
+    result = run("--monitor_splits", "test", "--monitor_steps", "5")
+    assert result.returncode == 0, result.stderr[-3000:]
+    seed = tmp_path / "out" / "seeds" / "seed-0"
+    history = json.loads((seed / "checkpoint-12" / "trainer_state.json").read_text())["log_history"]
+    monitored = [entry for entry in history if "test_exact_match" in entry]
+    assert [entry["step"] for entry in monitored] == [5, 10, 12]
+    assert all(0.0 <= entry["test_token_accuracy"] <= 1.0 for entry in monitored)
+    test = json.loads((seed / "metrics.json").read_text())["test"]
+    assert monitored[-1]["test_exact_match"] == test["exact_match"]
+    assert monitored[-1]["test_token_accuracy"] == test["token_accuracy"]
+    for extra, said in ((["--monitor_splits", "gen"], "has the splits"), (["--monitor_steps", "5"], "--monitor_splits")):
+        result = run(*extra, out="refused")
+        assert result.returncode != 0 and said in result.stderr, result.stderr[-2000:]

@@ -111,6 +111,8 @@ class ExperimentArguments:
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
     max_train_minutes: float | None = field(default=None, metadata={"help": "stop each seed's training after this many minutes of wall-clock time (a lent machine's time limit); the weights reached are evaluated (and saved, as a selection candidate), and metrics.json records the updates done. A seed stopped early is a reduced run: say so"})
     stop_at_train_loss: float | None = field(default=None, metadata={"help": "end each seed's training once a logged training loss (the mean over the last --logging_steps updates) is at most this value: training to convergence, with max_steps as the cap; the weights reached are evaluated, and metrics.json records the updates done"})
+    monitor_splits: str | None = field(default=None, metadata={"help": "comma-separated splits (e.g. test) decoded as the test evaluation does every --monitor_steps updates and after the last; their metrics go to the log history (trainer_state.json) as <split>_exact_match, <split>_token_accuracy, …. Monitoring only: selection never reads it"})
+    monitor_steps: int | None = field(default=None, metadata={"help": "updates between --monitor_splits decodings (default: a tenth of max_steps)"})
     cuda_graphs: bool = field(default=False, metadata={"help": "train with the model's loss captured into CUDA graphs, one per padded batch shape (batches padded to multiples of 16): no kernel launches and no host synchronisation in the forward and backward; CUDA, the LSTM backbone and --gradient_accumulation_steps 1 only, not with --torch_compile. The same recipe; other float rounding and dropout draws than the default step"})
     seed_worker: bool = field(default=False, metadata={"help": "internal: train the given seed only, no aggregation"})
     publish_seed: int | None = field(default=None, metadata={"help": "internal: the seed whose weights are published"})
@@ -257,6 +259,9 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
 
         if not torch.cuda.is_available():
             raise ValueError("--cuda_graphs needs a CUDA device; this machine has none")
+    if experiment_args.monitor_steps is not None and (experiment_args.monitor_steps < 1 or not experiment_args.monitor_splits):
+        raise ValueError(f"--monitor_steps {experiment_args.monitor_steps}: give a positive interval, with --monitor_splits "
+                         "naming what to decode")
     if experiment_args.selection not in ("validation", "final"):
         raise ValueError(f"--selection must be validation or final, got {experiment_args.selection!r}")
     if training_args.label_smoothing_factor:

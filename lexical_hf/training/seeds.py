@@ -23,7 +23,7 @@ from .augmenting import augmentation_settings, augmented_training_split
 from .collator import CheckedDataCollator
 from .checkpoints import CheckpointDigests, TrainingClock, last_complete_checkpoint, load_weights, recorded_training_seconds
 from .publish import write_json_atomic
-from .trainer import LexicalSeq2SeqTrainer, TrainingLossStop, WallClockLimit, validation_exact_match
+from .trainer import LexicalSeq2SeqTrainer, SplitMonitor, TrainingLossStop, WallClockLimit, validation_exact_match
 
 logger = logging.getLogger("lexical_hf.training")
 
@@ -164,6 +164,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     if experiment_args.stop_at_train_loss is not None:
         loss_stop = TrainingLossStop(experiment_args.stop_at_train_loss)
         trainer.add_callback(loss_stop)
+    if experiment_args.monitor_splits:  # after the limits above: a seed they stop is decoded at its last update
+        trainer.add_callback(split_monitor(experiment_args, seed_args, raw, tokenizer))
     resume = last_complete_checkpoint(seed_dir) if training_args.resume_from_checkpoint else None
     seconds_before = recorded_training_seconds(seed_dir).get(Path(resume).name) if resume else 0.0
     clock = TrainingClock(seed_dir, seconds_before or 0.0)
@@ -206,6 +208,21 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     if augmentation is not None:
         metrics["augmentation"] = augmentation
     return trainer, metrics
+
+
+def split_monitor(experiment_args, seed_args, raw, tokenizer) -> SplitMonitor:
+    """The `SplitMonitor` of ``--monitor_splits`` (every ``--monitor_steps`` updates, by default a tenth of the run)."""
+    splits = [split.strip() for split in experiment_args.monitor_splits.split(",") if split.strip()]
+    missing = [split for split in splits if split not in raw]
+    if missing or not splits:
+        raise ValueError(f"--monitor_splits {experiment_args.monitor_splits!r}: this run's data has the splits "
+                         f"{', '.join(sorted(raw))}")
+    interval = experiment_args.monitor_steps or (max(1, seed_args.max_steps // 10) if seed_args.max_steps > 0 else None)
+    if interval is None:
+        raise ValueError("--monitor_splits in a run counted in epochs (no --max_steps) needs --monitor_steps")
+    return SplitMonitor({split: raw[split]["source"] for split in splits},
+                        lambda split, predictions: evaluation.benchmark_metrics(raw, split, predictions), tokenizer,
+                        interval, seed_args.per_device_eval_batch_size, seed_args.generation_num_beams or 1)
 
 
 def finished_training(checkpoint: str, seed_args, stop_at_train_loss: float | None = None) -> bool:

@@ -14,6 +14,7 @@ from transformers import Seq2SeqTrainer, TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 
 from .. import evaluation
+from ..decoding import generate_texts
 
 
 class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
@@ -162,6 +163,33 @@ class WallClockLimit(TrainerCallback):
         if state.global_step < state.max_steps and time.perf_counter() - self.start >= self.seconds:
             self.stopped = True
             end_training_here(args, control)
+        return control
+
+
+class SplitMonitor(TrainerCallback):
+    """Every `interval` updates and after the last, decodes each split of `sources` (with `num_beams`, as the test
+    evaluation after training does) and appends
+    ``{"step": N, "<split>_<metric>": ...}`` to the Trainer's log history (and so to every checkpoint's
+    `trainer_state.json`): how a held-out split, the test split of a generalisation benchmark say, moves during
+    training. Monitoring only: checkpoint selection never reads it. `score(split, predictions)` gives a split's
+    metrics (`evaluation.benchmark_metrics`); the numbers among them are logged."""
+
+    def __init__(self, sources: dict[str, list[str]], score, tokenizer, interval: int, batch_size: int,
+                 num_beams: int = 1):
+        self.sources, self.score, self.tokenizer = sources, score, tokenizer
+        self.interval, self.batch_size, self.num_beams = interval, batch_size, num_beams
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step % self.interval and not control.should_training_stop and state.global_step < state.max_steps:
+            return control
+        entry = {"step": state.global_step}
+        for split, sources in self.sources.items():
+            metrics = self.score(split, generate_texts(model, self.tokenizer, sources, batch_size=self.batch_size,
+                                                       num_beams=self.num_beams))
+            entry.update({f"{split}_{name}": value for name, value in metrics.items()
+                          if isinstance(value, (int, float)) and name != "num_examples"})
+        model.train()
+        state.log_history.append(entry)
         return control
 
 
