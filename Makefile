@@ -6,7 +6,7 @@ PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?=
 
-.PHONY: install test demo reproduce gpu-wheels test-gpu-image-stack
+.PHONY: install test demo reproduce gpu-wheels gpu-revision test-gpu-image-stack
 
 install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
@@ -50,3 +50,8 @@ GPU_WHEEL_DOWNLOAD = $(PYTHON) -m pip download -q --no-deps --only-binary=:all: 
 gpu-wheels:
 	$(GPU_WHEEL_DOWNLOAD) -d .whl $(GPU_WHEELS)
 	$(GPU_WHEEL_DOWNLOAD) -d .whl/pyarrow $(GPU_PYARROW)
+	$(MAKE) -s gpu-revision
+
+# The commit the device runs, for its records (the device's copy of .git can be stale): run before every device call.
+gpu-revision:
+	$(PYTHON) -c "from pathlib import Path; from lexical_hf.training.provenance import source_revision; print(source_revision(Path('.')))" > .whl/REVISION

@@ -11,6 +11,8 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     fi
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+# the commit that runs, written here by `make gpu-revision` (this copy's .git can be stale)
+[ -s .whl/REVISION ] && export LEXICAL_HF_SOURCE_REVISION="$(cat .whl/REVISION)"
 python3 -c "import torch, transformers, datasets, pyarrow, lexical_hf; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__, 'datasets', datasets.__version__, 'pyarrow', pyarrow.__version__)" || exit 3
 gpu_args=()
 if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then

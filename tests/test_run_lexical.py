@@ -527,6 +527,8 @@ def test_the_recorded_revision_is_of_the_lexical_hf_that_runs(tmp_path, monkeypa
     assert code_revision() == (checkout or f"lexical_hf {lexical_hf.__version__}")  # this checkout's revision
     monkeypatch.setattr(lexical_hf, "__file__", str(site / "lexical_hf" / "__init__.py"))
     assert code_revision() == f"lexical_hf {lexical_hf.__version__}"
+    monkeypatch.setenv("LEXICAL_HF_SOURCE_REVISION", "abc1234")  # a device's copy of the checkout: git is stale there
+    assert code_revision() == "abc1234 (stated)"
 
 
 def test_own_files_are_read_as_pairs_whatever_else_they_hold(tmp_path):

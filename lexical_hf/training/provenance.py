@@ -32,7 +32,10 @@ def source_revision(checkout: Path) -> str | None:
 def code_revision() -> str:
     """The revision of the code that trains: the git checkout `lexical_hf` is imported from (`source_revision`), or
     its version when it is installed from a wheel (no checkout of its own: a git repository around site-packages
-    says nothing about it)."""
+    says nothing about it). ``LEXICAL_HF_SOURCE_REVISION`` states it where the checkout's own git cannot (a copy of
+    the working tree on a lent machine with a stale ``.git``); the record then says it was stated."""
+    if os.environ.get("LEXICAL_HF_SOURCE_REVISION"):
+        return f"{os.environ['LEXICAL_HF_SOURCE_REVISION']} (stated)"
     package_root = Path(lexical_hf.__file__).resolve().parents[1]
     try:
         toplevel = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=package_root, capture_output=True,
