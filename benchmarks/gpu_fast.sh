@@ -8,6 +8,9 @@
 #   BENCH_ARGS="--modes eager,static,graphed --graphed-seeds 4,8 --seeds-at-once 1 --updates 20 --warmup 3
 #   --decode-sentences 1024" bash benchmarks/gpu_fast.sh 9.2 0-4 scan-jump:simple scan-around-right:simple
 #
+# DETACH_AFTER=SECONDS (since the start) returns the call then, with the seeds still training in their own process
+# sessions; the next call, started within the machine's warm period (30 s), runs `bash benchmarks/gpu_collect.sh`
+# to wait for them and bring their files back. MINUTES is then the time of both calls together.
 # BENCH_JSON=FILE skips the bench and plans from FILE (the bench_gpu.json an earlier call on the same kind of device
 # brought back; carry it).
 # MINUTES is the whole call's budget. Each seed's training gets what is left after the bench less 1.5 minutes for
@@ -54,31 +57,23 @@ echo "training for at most $left minutes per seed"
 plan=$(python3 benchmarks/gpu_plan.py "$out/bench_gpu.json" "$seeds" "$left" "${#gpu_args[@]}" "$@") || exit 2
 [ -n "$plan" ] || { echo "no seed can finish: nothing trained"; exit 5; }
 echo "$plan"
-pids=()
-trained=()
+runs=outputs/gpu_runs  # the runs' state, for benchmarks/gpu_collect.sh in this call or the next
+rm -rf "$runs"; mkdir -p "$runs"; echo "$start" > "$runs/start"
 while read -r pair row_seeds; do
-    task=${pair%%:*}; row=${pair#*:}; trained+=("$pair")
-    python3 benchmarks/reproduce.py --task "$task" --row "$row" --tier paper --seeds "$row_seeds" \
+    task=${pair%%:*}; row=${pair#*:}; base="$runs/$task-$row"
+    echo "$pair" >> "$runs/pairs"
+    row_file=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import reproduce; print(reproduce.row_file('$task', '$row', 'paper'))")
+    # each row in a process session of its own: with DETACH_AFTER it trains on after this call has returned
+    setsid bash -c 'python3 benchmarks/reproduce.py "$@"; status=$?
+        [ $status = 0 ] && [ "'"$row_file"'" -nt "'"$runs"'/start" ] && cp "'"$row_file"'" "'"$base"'.paper.json"
+        echo $status > "'"$base"'.status"' \
+        reproduce --task "$task" --row "$row" --tier paper --seeds "$row_seeds" \
         --parallel_seeds "$(echo "$row_seeds" | tr ',' '\n' | wc -l)" \
         --per_device_train_batch_size 512 --gradient_accumulation_steps 1 --per_device_eval_batch_size 1024 \
         --max_train_minutes "$left" --keep_seed_checkpoints true --logging_steps 200 "${gpu_args[@]}" "${fast_args[@]}" ${EXTRA:-} \
-        > "$out/$task-$row.log" 2>&1 &
-    pids+=($!)
+        > "$base.log" 2>&1 < /dev/null &
 done <<< "$plan"
-set -- "${trained[@]}"
-(while sleep 60; do  # a timeline in the call's output, should it be cut off
-    echo "== $(( $(date +%s) - start )) s"; for pair in "$@"; do grep -a "'loss'\|'eval_exact_match'\|Error" "$out/${pair%%:*}-${pair#*:}.log" | tail -n 2; done
-done) &
-progress=$!
-status=0
-for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
-kill $progress 2>/dev/null
-for pair in "$@"; do
-    task=${pair%%:*}; row=${pair#*:}
-    tail -n 4 "$out/$task-$row.log"
-    row_file=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import reproduce; print(reproduce.row_file('$task', '$row', 'paper'))")
-    cp "$row_file" "$out/$task-$row.paper.json" 2>/dev/null || echo "$task $row: no row file"
-done
-python3 benchmarks/collect_seeds.py "$out/gpu_fast_seeds.json" "$@"
-echo "exit status $status"
-exit $status
+if [ -n "${DETACH_AFTER:-}" ]; then
+    exec bash benchmarks/gpu_collect.sh "$(( DETACH_AFTER - ($(date +%s) - start) ))"
+fi
+exec bash benchmarks/gpu_collect.sh

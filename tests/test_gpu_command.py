@@ -32,6 +32,34 @@ def test_the_gpu_command_runs_end_to_end_on_a_cpu(tmp_path):
     assert "training for at most" in result.stdout and "ms per update" in result.stdout
 
 
+def test_a_detached_call_leaves_the_seeds_training_and_the_next_call_collects_them(tmp_path):
+    """DETACH_AFTER returns the call while its seeds train on in their own process sessions (status 6, no row file
+    yet); `gpu_collect.sh`, as the next device call runs it, waits for them and brings back the row, its log and
+    every seed's log history. A row whose run fails brings back no row file, not the one the checkout holds."""
+    for folder in ("benchmarks", "examples"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "DETACH_AFTER": "0",
+           "BENCH_ARGS": "--task colors --size tiny --updates 1 --warmup 1 --seeds-at-once 1 --batch-size 8 --modes eager",
+           "EXTRA": "--embedding_size 8 --hidden_size 8 --num_layers 1 --max_steps 2 --max_eval_samples 8"}
+    first = subprocess.run(["bash", "benchmarks/gpu_fast.sh", "4", "0", "scan-jump:simple"], cwd=tmp_path,
+                           env={**env, "OUT": str(tmp_path / "first")}, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 6 and "still training" in first.stdout, first.stdout[-3000:] + first.stderr[-3000:]
+    assert not (tmp_path / "first" / "scan-jump-simple.paper.json").exists()
+    second = subprocess.run(["bash", "benchmarks/gpu_collect.sh"], cwd=tmp_path, env={**env, "OUT": str(tmp_path / "second")},
+                            capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    returned = sorted(path.name for path in (tmp_path / "second").iterdir())
+    assert returned == ["gpu_fast_seeds.json", "scan-jump-simple.log", "scan-jump-simple.paper.json"]
+    row = json.loads((tmp_path / "second" / "scan-jump-simple.paper.json").read_text())
+    assert row["per_seed"]["0"]["train_seconds"]["updates"] == 2
+    failing = {**env, "OUT": str(tmp_path / "third"), "EXTRA": env["EXTRA"] + " --no_such_flag 1"}
+    failing.pop("DETACH_AFTER")
+    third = subprocess.run(["bash", "benchmarks/gpu_fast.sh", "4", "0", "scan-jump:simple"], cwd=tmp_path, env=failing,
+                           capture_output=True, text=True, timeout=900)
+    assert third.returncode not in (0, 6) and "no row file" in third.stdout, third.stdout[-3000:]
+    assert not (tmp_path / "third" / "scan-jump-simple.paper.json").exists()
+
+
 def test_the_device_call_trains_only_the_seeds_that_can_finish():
     import sys
 
