@@ -237,7 +237,9 @@ def stopped_note(results: dict, label: str) -> str | None:
             f"{results.get('machine', '?').split(';')[0]} with batch {batch}{tf32} and were stopped by a "
             f"{results['settings']['max_train_minutes']:g}-minute training limit (`--max_train_minutes`) after {reached} "
             f"of the recipe's {training['max_steps']:,} updates, with the learning rate still warming up "
-            f"({int(training['warmup_steps']):,} warm-up updates); the checkpoint was chosen on validation among those reached.")
+            f"({int(training['warmup_steps']):,} warm-up updates); "
+            + ("the checkpoint was chosen on validation among those reached." if results.get("selection") == "validation"
+               else "the weights reached were evaluated."))
 
 
 # results/<folder>/ of each task: the issues name the English–Chinese rows results/mt/*.json

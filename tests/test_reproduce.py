@@ -295,7 +295,9 @@ def test_a_row_stopped_by_a_time_limit_says_how_far_its_seeds_got(reproduce, tmp
     assert ("The row “+ Lex: Simple (paper tier)” is reduced: its seeds ran preset `paper` on NVIDIA H200 with batch "
             "512 and TF32 matrix products and were stopped by a 7-minute training limit (`--max_train_minutes`) after "
             "2,194–2,207 of the recipe's 8,000 updates, with the learning rate still warming up (4,000 warm-up "
-            "updates)") in text
+            "updates); the weights reached were evaluated.") in text  # the fake rows' selection: final
+    assert reproduce.stopped_note({**stopped, "selection": "validation"}, "row").endswith(
+        "the checkpoint was chosen on validation among those reached.")
     assert "“LSTM (paper tier)” is reduced" not in text  # its seeds did every update
     assert reproduce.stopped_note({**stopped, "train_updates": None}, "row") is None  # rows written before the record
     # --publish cannot check such a seed (a retrained one stops wherever the machine's speed takes it): refused
