@@ -168,11 +168,10 @@ class WallClockLimit(TrainerCallback):
 
 class SplitMonitor(TrainerCallback):
     """Every `interval` updates and after the last, decodes each split of `sources` (with `num_beams`, as the test
-    evaluation after training does) and appends
-    ``{"step": N, "<split>_<metric>": ...}`` to the Trainer's log history (and so to every checkpoint's
-    `trainer_state.json`): how a held-out split, the test split of a generalisation benchmark say, moves during
-    training. Monitoring only: checkpoint selection never reads it. `score(split, predictions)` gives a split's
-    metrics (`evaluation.benchmark_metrics`); the numbers among them are logged."""
+    evaluation after training does) and appends ``{"step": N, "<split>_<metric>": ...}`` to the Trainer's log
+    history (and so to every checkpoint's `trainer_state.json`): how a held-out split, the test split of a
+    generalisation benchmark say, moves during training. Monitoring only: checkpoint selection never reads it.
+    `score(split, predictions)` gives a split's metrics (`evaluation.benchmark_metrics`); the numbers are logged."""
 
     def __init__(self, sources: dict[str, list[str]], score, tokenizer, interval: int, batch_size: int,
                  num_beams: int = 1):
