@@ -174,12 +174,14 @@ def test_what_the_package_calls_is_not_deprecated(toy_tokenizer, toy_data, tmp_p
     assert not logged and not raised, logged + raised
 
 
+@pytest.mark.parametrize("loss_normalization", ["tokens", "sequences"])
 def test_the_cuda_graph_step_trains_like_the_default_step_with_one_capture_per_batch_shape(toy_tokenizer, toy_data,
-                                                                                            tmp_path):
+                                                                                            tmp_path, loss_normalization):
     """`LexicalSeq2SeqTrainer(cuda_graphs=True)` with a CPU stand-in for `torch.cuda.make_graphed_callables` that runs
     the captured module as a capture would (inside a graph: static path, no host checks): the same weights as the
     default step after a few SGD updates with clipping (Adam would turn rounding-level gradients of an unused weight into
-    whole steps), and one capture per padded (source, target) shape."""
+    whole steps), and one capture per padded (source, target) shape. With the loss per sequence the Trainer's token
+    count must not reach the model (the stock step leaves it out too), or the captured loss would be per token."""
     import contextlib
 
     import lexical_hf.backbones.common as common
@@ -211,9 +213,9 @@ def test_the_cuda_graph_step_trains_like_the_default_step_with_one_capture_per_b
         return replay
 
     data = _toy_dataset(toy_tokenizer, toy_data, 24)
-    weights = {}
+    weights, losses = {}, {}
     for graphs in (False, True):
-        model = small_model(toy_tokenizer, lexical_mode="lexical")
+        model = small_model(toy_tokenizer, lexical_mode="lexical", loss_normalization=loss_normalization)
         model.set_lexicon(model.lexical_head.uniform_lexicon())
         args = Seq2SeqTrainingArguments(
             output_dir=str(tmp_path / str(graphs)), per_device_train_batch_size=2, max_steps=8, optim="sgd", learning_rate=0.5,
@@ -224,11 +226,15 @@ def test_the_cuda_graph_step_trains_like_the_default_step_with_one_capture_per_b
                                         processing_class=toy_tokenizer)
         if graphs:
             trainer.graphed_loss.capture = capture
+        batch = trainer.data_collator([data[i] for i in range(4)])
+        tokens = batch["labels"].ne(-100).sum()  # a count the stock step passes on only to a model that takes it
+        losses[graphs] = float(trainer.compute_loss(model.train(), batch, num_items_in_batch=tokens).detach())
         trainer.train()
         weights[graphs] = {name: p.detach().clone() for name, p in model.named_parameters()}
         assert not model.config.static_shapes  # the capture's static path is not left switched on
     for name, value in weights[False].items():
         torch.testing.assert_close(weights[True][name], value, rtol=1e-4, atol=1e-6)
+    assert losses[True] == pytest.approx(losses[False], rel=1e-5)
     assert len(captured) == len(set(captured)) >= 2  # the toy batches come in more than one padded shape
 
 

@@ -118,7 +118,8 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
         if self.graphed_loss is None or return_outputs or not model.training:
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
                                         num_items_in_batch=num_items_in_batch)
-        return self.graphed_loss(inputs, num_items_in_batch)
+        # as the stock step: a model that does not take the Trainer's count (a loss per sequence) divides by its own
+        return self.graphed_loss(inputs, num_items_in_batch if self.model_accepts_loss_kwargs else None)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         """`Seq2SeqTrainer.prediction_step`, leaving the model's generation config as it was.
