@@ -320,6 +320,32 @@ def graphed_training_agreement(tokenizer, lexicon, size: str, work: list[dict], 
     return result
 
 
+def graphed_dropout_draws(tokenizer, lexicon, size: str, batch: dict, replays: int, capture=None) -> dict | None:
+    """Whether the captured training loss draws new dropout masks at every replay, as the eager step does: one batch,
+    the same weights, dropout on (training mode), `replays` forward and backward passes through the trainer's graphed
+    loss (`GraphedTrainingLoss`) and as many through the eager static step. A graph that replayed one frozen mask would
+    give one loss value however often it ran. Reports how many distinct losses each gave and their mean and standard
+    deviation: the two means should agree within a few standard errors. None on a CPU unless a stand-in `capture` is
+    given (tests)."""
+    if device().type != "cuda" and capture is None:
+        return None
+    from lexical_hf.training.trainer import GraphedTrainingLoss
+
+    model = build(tokenizer, lexicon, size, static=True)  # training mode: dropout on
+    graphed = GraphedTrainingLoss(model, capture=capture)
+    result = {"replays": replays}
+    for name, step in (("graphed", graphed), ("eager", lambda inputs: model(**inputs).loss)):
+        losses = []
+        for _ in range(replays):
+            loss = step(batch)
+            loss.backward()
+            model.zero_grad()
+            losses.append(float(loss.detach()))
+        values = torch.tensor(losses, dtype=torch.float64)
+        result[name] = {"distinct": len(set(losses)), "mean": float(values.mean()), "std": float(values.std())}
+    return result
+
+
 def matmul_rate() -> float:
     """FLOP/s of a large float32 matmul (TF32 on CUDA), measured now."""
     size, repeats = (8192, 20) if device().type == "cuda" else (1024, 10)
@@ -438,6 +464,12 @@ def write(out: Path, *new_entries: dict) -> None:
                          f"same weights ({a['shapes_captured']} batch shapes captured; float32, no dropout): largest "
                          f"gradient difference {max(a['gradient_difference']):.1e} of the largest gradient, weights "
                          f"{a['weight_difference'][-1]:.1e} apart after the last update")
+        if e.get("graphed_dropout_draws"):
+            a = e["graphed_dropout_draws"]
+            lines.append(f"- dropout in the captured loss: {a['replays']} replays on one batch gave "
+                         f"{a['graphed']['distinct']} distinct losses, {a['graphed']['mean']:.4f} ± "
+                         f"{a['graphed']['std']:.4f}; the eager step {a['eager']['distinct']} distinct, "
+                         f"{a['eager']['mean']:.4f} ± {a['eager']['std']:.4f}")
         d = e["decoding"]
         lines += [f"- greedy decoding (`generate_texts`, batch {d['batch_size']}): {d['sentences']} test sentences in "
                   f"{d['seconds']:.2f} s ({d['sentences_per_second']:.0f} sentences/s)", ""]
@@ -461,6 +493,9 @@ def main(argv=None) -> None:
     parser.add_argument("--training-agreement", type=int, default=0, metavar="UPDATES",
                         help="also run this many updates with the trainer's graphed loss against the eager static step "
                              "and report how far gradients and weights drift apart (CUDA only)")
+    parser.add_argument("--dropout-draws", type=int, default=0, metavar="REPLAYS",
+                        help="also replay the trainer's graphed loss this many times on one batch with dropout on, and "
+                             "the eager step as often, and report whether each replay drew new masks (CUDA only)")
     parser.add_argument("--concurrent-mode", choices=("eager", "static", "fast", "graphed"), default="graphed",
                         help="the mode that --seeds-at-once times (graphed: CUDA only)")
     parser.add_argument("--decode-sentences", type=int, default=None, help="decode the first N test sentences (default: all)")
@@ -529,6 +564,8 @@ def main(argv=None) -> None:
         "decoding": decode_rate(tokenizer, lexicon, args.size, sources, 1024 if device().type == "cuda" else 128),
         "graphed_training_agreement": graphed_training_agreement(tokenizer, lexicon, args.size, work,
                                                                  args.training_agreement) if args.training_agreement else None,
+        "graphed_dropout_draws": graphed_dropout_draws(tokenizer, lexicon, args.size, work[0],
+                                                       args.dropout_draws) if args.dropout_draws else None,
     }
     write(args.out, entry)  # the modes are on file before the slower several-seed measurements (a caller may time out)
     entry["graphed_seeds"] = [

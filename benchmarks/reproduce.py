@@ -220,26 +220,67 @@ def reduced_note(results: dict) -> str:
             f"— the paper's preset is {PAPER_RECIPE} — and {CODE_DETAILS_NOTE}. Both decode greedily.")
 
 
+def row_batch(training: dict) -> str:
+    return f"{training['per_device_train_batch_size']}" + (
+        f" × {training['gradient_accumulation_steps']}" if (training.get("gradient_accumulation_steps") or 1) > 1 else "")
+
+
 def stopped_note(results: dict, label: str) -> str | None:
     """What a row cut short by `--max_train_minutes` ran, read from its row file; None when every seed finished."""
     updates = results.get("train_updates")  # absent from rows written before seeds recorded their updates
     training = results.get("training", {})
     if not updates or updates["min"] >= training["max_steps"]:
         return None
-    timed_out = any(seed.get("train_seconds", {}).get("stopped_by_time_limit") for seed in results["per_seed"].values())
-    if results.get("settings", {}).get("stop_at_train_loss") and not timed_out:
+    if results.get("settings", {}).get("stop_at_train_loss") and not stopped_by_time_limit(results):
         return None  # trained to convergence (`--stop_at_train_loss`): the recipe, not a reduced run
-    batch = f"{training['per_device_train_batch_size']}" + (
-        f" × {training['gradient_accumulation_steps']}" if (training.get("gradient_accumulation_steps") or 1) > 1 else "")
     reached = f"{updates['min']:,}" + (f"–{updates['max']:,}" if updates["max"] != updates["min"] else "")
     tf32 = " and TF32 matrix products" if re.search(r"--tf32[ =]true", results.get("command", "")) else ""
     return (f"The row “{label}” is reduced: its seeds ran preset `{results['preset']}` on "
-            f"{results.get('machine', '?').split(';')[0]} with batch {batch}{tf32} and were stopped by a "
+            f"{results.get('machine', '?').split(';')[0]} with batch {row_batch(training)}{tf32} and were stopped by a "
             f"{results['settings']['max_train_minutes']:g}-minute training limit (`--max_train_minutes`) after {reached} "
             f"of the recipe's {training['max_steps']:,} updates, with the learning rate still warming up "
             f"({int(training['warmup_steps']):,} warm-up updates); "
             + ("the checkpoint was chosen on validation among those reached." if results.get("selection") == "validation"
                else "the weights reached were evaluated."))
+
+
+def examples_per_update(training: dict) -> int:
+    return training["per_device_train_batch_size"] * (training.get("gradient_accumulation_steps") or 1)
+
+
+def recipe_training(results: dict) -> dict | None:
+    """The flag values that the row's preset gives its benchmark; None when the preset is unknown here."""
+    from lexical_hf.training.arguments import preset_defaults
+
+    try:
+        _, values = preset_defaults(results.get("model", {}).get("backbone", "lstm"), results["preset"],
+                                    results.get("benchmark"), results.get("benchmark_config"))
+    except (KeyError, ValueError):
+        return None
+    return values if "per_device_train_batch_size" in values else None
+
+
+def device_note(results: dict, label: str) -> str | None:
+    """How a row that did all its updates on a GPU ran them (batch layout, TF32, the captured step); None for other
+    rows."""
+    updates, training = results.get("train_updates"), results.get("training", {})
+    if "cuda" not in results.get("machine", "").lower() and "nvidia" not in results.get("machine", "").lower():
+        return None
+    if not updates or updates["min"] < training.get("max_steps", 0):
+        return None  # stopped short: `stopped_note` says what it ran
+    command = results.get("command", "")
+    how = [f"batch {row_batch(training)}"]
+    recipe = recipe_training(results)
+    if recipe and row_batch(recipe) != row_batch(training):
+        same = examples_per_update(recipe) == examples_per_update(training)
+        how[0] += f" (the recipe's {row_batch(recipe)}{' as one batch' if same else ''})"
+    how += ["TF32 matrix products"] if re.search(r"--tf32[ =]true", command) else []
+    how += ["the captured training step (`--cuda_graphs true`)"] if re.search(r"--cuda_graphs[ =]true", command) else []
+    return (f"The row “{label}” ran preset `{results['preset']}` on {results.get('machine', '?').split(';')[0]} with "
+            f"{', '.join(how[:-1]) + ' and ' + how[-1] if len(how) > 1 else how[0]}, all "
+            f"{training['max_steps']:,} updates; "
+            + ("the checkpoint was chosen on validation." if results.get("selection") == "validation"
+               else "the final weights were evaluated."))
 
 
 # results/<folder>/ of each task: the issues name the English–Chinese rows results/mt/*.json
@@ -439,15 +480,24 @@ def row_setting(row: dict, key: str):
     return row.get(key)
 
 
+def stopped_by_time_limit(row: dict) -> bool:
+    """Whether `--max_train_minutes` ended some seed of a row file before its last update."""
+    return any(seed.get("train_seconds", {}).get("stopped_by_time_limit") for seed in row["per_seed"].values())
+
+
 def extend_row(earlier: dict, new: dict) -> dict:
     """The row file of `earlier`'s seeds plus `new`'s (`--extend`): per-seed metrics merged, summary recomputed.
 
-    Raises `ValueError` when the two runs differ in anything but seeds and machine, or share a seed."""
+    Raises `ValueError` when the two runs differ in anything but seeds, machine and a time limit that stopped no seed,
+    or share a seed."""
     from lexical_hf.results import settings_differences, summarize_row
 
     differing = [key for key in SAME_ROW_KEYS if row_setting(earlier, key) != row_setting(new, key)]
     if earlier.get("settings") and new.get("settings"):  # recorded since 2026-11-25: everything the seeds depend on
-        differing += settings_differences(earlier["settings"], new["settings"])
+        # a training time limit that stopped no seed of either run changed nothing they did
+        unused_limit = not any(stopped_by_time_limit(row) for row in (earlier, new))
+        differing += settings_differences(earlier["settings"], new["settings"],
+                                          ignore=("max_train_minutes",) if unused_limit else ())
     if differing:
         raise ValueError(f"--extend: the existing row file was run with other settings ({', '.join(differing)}); "
                          "rerun every seed instead")
@@ -575,7 +625,7 @@ def summarize() -> str:
                              f"`{results['preset']}` | {wall / 60:.0f} min | {machine} | {code} |")
             done.add(row)
             strips.append((label, values, paper[0] if paper else None))
-            stopped_notes += [note] if (note := stopped_note(results, label)) else []
+            stopped_notes += [note] if (note := stopped_note(results, label) or device_note(results, label)) else []
         for row, paper in PAPER.get(task, {}).items():
             if row not in done:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — | — |"

@@ -74,3 +74,40 @@ def test_the_device_call_trains_only_the_seeds_that_can_finish():
     failed = {"H100": {"modes": {"graphed": {"error": "RuntimeError: ..."}}}}
     assert plan(failed, [0, 1], 9.0, True, pairs) == {} and plan({}, [0, 1], 9.0, True, pairs) == {}
     assert plan({}, [0, 1], 0.1, False, pairs) == {pair: [0, 1] for pair in pairs}  # the CPU dry run trains all
+
+
+def test_the_dropout_check_tells_fresh_masks_from_a_frozen_one():
+    """`bench_gpu.py --dropout-draws`, with stand-ins for the capture: one that runs the module as it is (new masks
+    at each call, as a replayed CUDA graph should draw) and one that replays the same random numbers each time (a
+    frozen mask: what the check is there to catch)."""
+    import importlib.util
+
+    import torch
+
+    import lexical_hf
+    from lexical_hf import LexicalTokenizer
+
+    spec = importlib.util.spec_from_file_location("bench_gpu", REPO / "benchmarks" / "bench_gpu.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    data = lexical_hf.load_benchmark("colors")
+    tokenizer = LexicalTokenizer.from_dataset(data["train"])
+    lexicon = lexical_hf.learn_lexicon(data["train"], method="simple")
+    batch = bench.batches(tokenizer, data["train"], 8, 1)[0]
+
+    def fresh(module, args, allow_unused_input):
+        return module
+
+    def frozen(module, args, allow_unused_input):
+        def replay(*replayed):
+            with torch.random.fork_rng():
+                torch.manual_seed(0)
+                return module(*replayed)
+        return replay
+
+    drawn = bench.graphed_dropout_draws(tokenizer, lexicon, "tiny", batch, 5, capture=fresh)
+    assert drawn["graphed"]["distinct"] == drawn["eager"]["distinct"] == 5 and drawn["graphed"]["std"] > 0
+    stuck = bench.graphed_dropout_draws(tokenizer, lexicon, "tiny", batch, 5, capture=frozen)
+    assert stuck["graphed"]["distinct"] == 1 and stuck["graphed"]["std"] == 0 and stuck["eager"]["distinct"] == 5
+    if not torch.cuda.is_available():
+        assert bench.graphed_dropout_draws(tokenizer, lexicon, "tiny", batch, 5) is None  # measured on CUDA only

@@ -104,6 +104,22 @@ def cpu_row(per_seed_metrics, max_steps=800):
     }
 
 
+def test_extend_ignores_a_time_limit_that_stopped_no_seed(reproduce):
+    def row(seed, minutes, stopped):
+        result = cpu_row([{"test": {"exact_match": 0.5}}])
+        result["per_seed"] = {str(seed): {**result["per_seed"]["0"],
+                                          "train_seconds": {"value": 60.0, "stopped_by_time_limit": stopped}}}
+        result.update(seeds=[seed], settings={"training": {"max_steps": 800}, "max_train_minutes": minutes})
+        return result
+
+    assert reproduce.extend_row(row(0, 10.65, False), row(1, 5.55, False))["seeds"] == [0, 1]
+    with pytest.raises(ValueError, match="other settings.*max_train_minutes"):
+        reproduce.extend_row(row(0, 10.65, False), row(1, 5.55, True))
+    with pytest.raises(ValueError, match="other settings.*max_train_minutes"):
+        reproduce.extend_row(row(0, 10.65, True), row(1, 5.55, False))
+    assert reproduce.extend_row(row(0, 5.0, True), row(1, 5.0, True))["seeds"] == [0, 1]
+
+
 def test_translation_rows_report_both_bleu_protocols_and_the_sacrebleu_signature(reproduce, tmp_path):
     def seed(full, one_shot, sacre):
         return {"test": {"bleu_paper": {"score": full, "bp": 1.0}, "bleu_paper_one_shot": {"score": one_shot},
@@ -299,6 +315,12 @@ def test_a_row_stopped_by_a_time_limit_says_how_far_its_seeds_got(reproduce, tmp
     assert reproduce.stopped_note({**stopped, "selection": "validation"}, "row").endswith(
         "the checkpoint was chosen on validation among those reached.")
     assert "“LSTM (paper tier)” is reduced" not in text  # its seeds did every update
+    assert ("The row “LSTM (paper tier)” ran preset `paper` on NVIDIA H200 with batch 512 (the recipe's 128 × 4 as one "
+            "batch), all 8,000 updates; the final weights were evaluated.") in text
+    graphed = {**finished, "command": "run_lexical.py --preset paper --tf32 true --cuda_graphs true"}
+    assert "with batch 512 (the recipe's 128 × 4 as one batch), TF32 matrix products and the captured training step " \
+        "(`--cuda_graphs true`), all 8,000" in reproduce.device_note(graphed, "row")
+    assert reproduce.device_note({**finished, "machine": "CPU (2 cores)"}, "row") is None
     assert reproduce.stopped_note({**stopped, "train_updates": None}, "row") is None  # rows written before the record
     # --publish cannot check such a seed (a retrained one stops wherever the machine's speed takes it): refused
     stopped["per_seed"]["0"]["train_seconds"].update(updates=2194, stopped_by_time_limit=True)

@@ -360,6 +360,22 @@ def test_colors_with_geca_trains_with_the_recipe_of_the_geca_rows(tmp_path, pres
     assert training.max_steps == 7
 
 
+def test_the_paper_recipe_on_scan_divides_the_loss_by_sequences_and_colors_by_tokens(tmp_path):
+    """The paper's code sums the NLL over a target and divides by the number of sequences; on SCAN, where its clip of 5
+    then cuts gradients about 14 times larger than a per-token mean's, the `paper` preset does the same. Colors keeps
+    the per-token mean its 16-seed rows were trained with."""
+    from lexical_hf.training.arguments import parse_arguments
+
+    for benchmark, normalization in (("scan", "sequences"), ("colors", None)):
+        model = parse_arguments(["--benchmark", benchmark, "--preset", "paper", "--output_dir", str(tmp_path)])[2]
+        assert model.loss_normalization == normalization, benchmark
+    row = json.loads((REPO / "results" / "colors" / "simple.json").read_text())
+    assert row["model"].get("loss_normalization") in (None, "tokens")
+    model = parse_arguments(["--benchmark", "scan", "--preset", "paper", "--loss_normalization", "tokens",
+                             "--output_dir", str(tmp_path)])[2]
+    assert model.loss_normalization == "tokens"  # flags still win
+
+
 def test_validation_fraction_holds_out_part_of_your_own_train_file(tmp_path):
     """--validation_fraction with --train_file used to be ignored without a word (no validation split at all)."""
     from lexical_hf.training.arguments import parse_arguments
