@@ -600,7 +600,7 @@ def summarize() -> str:
             lines += ["| model | ours | paper | seeds | preset | training time (sum over seeds) | machine | code |",
                       "|---|---|---|---|---|---|---|---|"]
         done = set()
-        strips, stopped_notes = [], []
+        strips, run_notes = [], []
         for path, results in zip(files, row_results):
             row, _, tier = path.stem.partition(".")
             values = metric_values(results, metric)
@@ -625,7 +625,7 @@ def summarize() -> str:
                              f"`{results['preset']}` | {wall / 60:.0f} min | {machine} | {code} |")
             done.add(row)
             strips.append((label, values, paper[0] if paper else None))
-            stopped_notes += [note] if (note := stopped_note(results, label) or device_note(results, label)) else []
+            run_notes += [note] if (note := stopped_note(results, label) or device_note(results, label)) else []
         for row, paper in PAPER.get(task, {}).items():
             if row not in done:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — | — |"
@@ -640,7 +640,7 @@ def summarize() -> str:
                       f"same English sentence); sacreBLEU: single reference, `{signature}`.", ""]
         cpu_notes = {reduced_note(results) for results in row_results if results.get("preset") == "cpu"}
         lines += [note + "\n" for note in sorted(cpu_notes)]
-        lines += [note + "\n" for note in stopped_notes]
+        lines += [note + "\n" for note in run_notes]
         if task in ANALYSIS and (RESULTS / ANALYSIS[task]).exists():
             lines += [f"Where and why this differs from the paper: [`{ANALYSIS[task]}`]({ANALYSIS[task]}).", ""]
         if (note := geca_note(task, [(path.stem.partition(".")[0], results) for path, results in zip(files, row_results)])):
