@@ -236,7 +236,7 @@ def stopped_note(results: dict, label: str) -> str | None:
     reached = f"{updates['min']:,}" + (f"–{updates['max']:,}" if updates["max"] != updates["min"] else "")
     tf32 = " and TF32 matrix products" if re.search(r"--tf32[ =]true", results.get("command", "")) else ""
     return (f"The row “{label}” is reduced: its seeds ran preset `{results['preset']}` on "
-            f"{results.get('machine', '?').split(';')[0]} with batch {row_batch(training)}{tf32} and were stopped by a "
+            f"{machine_cell(results)} with batch {row_batch(training)}{tf32} and were stopped by a "
             f"{results['settings']['max_train_minutes']:g}-minute training limit (`--max_train_minutes`) after {reached} "
             f"of the recipe's {training['max_steps']:,} updates, with the learning rate still warming up "
             f"({int(training['warmup_steps']):,} warm-up updates); "
@@ -276,7 +276,7 @@ def device_note(results: dict, label: str) -> str | None:
         how[0] += f" (the recipe's {row_batch(recipe)}{' as one batch' if same else ''})"
     how += ["TF32 matrix products"] if re.search(r"--tf32[ =]true", command) else []
     how += ["the captured training step (`--cuda_graphs true`)"] if re.search(r"--cuda_graphs[ =]true", command) else []
-    return (f"The row “{label}” ran preset `{results['preset']}` on {results.get('machine', '?').split(';')[0]} with "
+    return (f"The row “{label}” ran preset `{results['preset']}` on {machine_cell(results)} with "
             f"{', '.join(how[:-1]) + ' and ' + how[-1] if len(how) > 1 else how[0]}, all "
             f"{training['max_steps']:,} updates; "
             + ("the checkpoint was chosen on validation." if results.get("selection") == "validation"

@@ -80,16 +80,15 @@ def test_the_dropout_check_tells_fresh_masks_from_a_frozen_one():
     """`bench_gpu.py --dropout-draws`, with stand-ins for the capture: one that runs the module as it is (new masks
     at each call, as a replayed CUDA graph should draw) and one that replays the same random numbers each time (a
     frozen mask: what the check is there to catch)."""
-    import importlib.util
+    import sys
 
     import torch
 
     import lexical_hf
     from lexical_hf import LexicalTokenizer
 
-    spec = importlib.util.spec_from_file_location("bench_gpu", REPO / "benchmarks" / "bench_gpu.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_gpu as bench
     data = lexical_hf.load_benchmark("colors")
     tokenizer = LexicalTokenizer.from_dataset(data["train"])
     lexicon = lexical_hf.learn_lexicon(data["train"], method="simple")
