@@ -72,6 +72,11 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             over the batch size), which weighs a batch by its target length and scales gradients, and so what
             `max_grad_norm` clips, by the mean target length. Under `Trainer` both are taken over the whole
             effective batch (all accumulated micro-batches and processes), so gradient accumulation changes nothing.
+        probability_floor (`float`, defaults to 0.0): ε added to every generatable token's probability before the
+            log, p(w) = (p(w) + ε) / (1 + G·ε) over the G generatable ids, as the paper's public code does in its
+            copy and lexicon path (ε = 1e-7; the paper is silent). A token's loss is then at most −log ε, and a token
+            the model gives far less than ε contributes almost no gradient. 0 turns it off. Unused with
+            `lexical_mode="none"`, where the code has no floor either.
         static_shapes (`bool`, defaults to `False`): recurrent backbones run every row at every position, with the
             state frozen on padding, instead of packing the source and dropping each row of a teacher-forced
             target once it is over. Every step then has one shape per batch shape and no host synchronisation,
@@ -160,6 +165,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     lexical_mode: str = "lexical"
     gate: str = "sigmoid"
     loss_normalization: str = "tokens"
+    probability_floor: float | int = 0.0
     static_shapes: bool = False
     lexicon_temperature: float | int = 0.0
     train_lexicon: bool = False
@@ -200,6 +206,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             raise ValueError(f"gate must be one of {GATE_STYLES}, got {self.gate!r}")
         if self.loss_normalization not in LOSS_NORMALIZATIONS:
             raise ValueError(f"loss_normalization must be one of {LOSS_NORMALIZATIONS}, got {self.loss_normalization!r}")
+        if not 0.0 <= self.probability_floor < 1.0 / self.target_vocab_size:
+            raise ValueError(f"probability_floor must be in [0, 1/target_vocab_size = {1.0 / self.target_vocab_size:.3g}), "
+                             f"got {self.probability_floor}")
         for name in ("dropout", "output_dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")

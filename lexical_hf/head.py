@@ -1,5 +1,6 @@
 """The lexical translation head: one output layer that mixes a write softmax with a lexicon lookup."""
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +43,10 @@ class LexicalTranslationHead(nn.Module):
         s = softmax(W_write o_i) over |V_y|+1 classes, p(w) = s_w + s_copy · p_lex(w). This is the same mixture with
         p_gate = 1 − s_copy and p_write(w) = s_w / (1 − s_copy).
 
+    Probability floor (``probability_floor`` = ε > 0, the paper's public code uses 1e-7; 0 turns it off): with a
+    lexicon, every generatable token gets p(w) = (p(w) + ε) / (1 + G·ε), G the number of generatable ids. It bounds a
+    token's loss by −log ε and leaves a token the model gives far less than ε almost no gradient.
+
     Lexical modes: ``"none"`` fixes p_gate = 1 (plain attentional seq2seq); ``"copy"`` and ``"lexical"`` use L (copy is
     the identity lexicon over shared token strings, See et al. 2017).
 
@@ -70,6 +75,7 @@ class LexicalTranslationHead(nn.Module):
         gate: str = "sigmoid",
         train_lexicon: bool = False,
         output_dropout: float = 0.0,
+        probability_floor: float = 0.0,
     ):
         super().__init__()
         self.lexical_mode = lexical_mode
@@ -80,6 +86,7 @@ class LexicalTranslationHead(nn.Module):
         self._non_generatable_indices: dict[torch.device, torch.Tensor] = {}  # see _non_generatable_index
         self.uses_lexicon = lexical_mode != "none"
         self.output_dropout = nn.Dropout(output_dropout)
+        self.probability_floor = probability_floor
 
         extra_class = int(self.uses_lexicon and gate == "copy_token")
         self.write_projection = nn.Linear(feature_size, target_vocab_size + extra_class)
@@ -211,5 +218,9 @@ class LexicalTranslationHead(nn.Module):
             log_copy = log_write[..., -1]
             log_probs = torch.logaddexp(log_write[..., :-1], log_copy.unsqueeze(-1) + log_lexical)
             log_gate = torch.log1p(-log_copy.exp().clamp(max=1 - 1e-7))
+        if self.probability_floor > 0:  # (p + ε) / (1 + G·ε) over the G generatable ids
+            generatable = log_probs.shape[-1] - blocked.numel()
+            log_probs = torch.logaddexp(log_probs, log_probs.new_full((), math.log(self.probability_floor)))
+            log_probs = log_probs - math.log1p(generatable * self.probability_floor)
         log_probs = log_probs.index_fill(-1, blocked, float("-inf"))
         return LexicalHeadOutput(log_probs=log_probs, gate=log_gate.exp(), lexical_log_probs=log_lexical)

@@ -127,6 +127,7 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             gate=config.gate,
             train_lexicon=config.train_lexicon,
             output_dropout=0.0 if self.model.applies_output_dropout else config.output_dropout,
+            probability_floor=config.probability_floor,
         )
         self.lexicon = None  # the Lexicon artifact L was built from, if any (saved as lexicon.json)
         self.post_init()

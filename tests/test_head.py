@@ -76,6 +76,55 @@ def test_copy_token_gate_moves_the_reserved_class_mass_onto_the_lexicon():
     torch.testing.assert_close(out.gate, 1 - s[..., VY], atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("gate", ["sigmoid", "copy_token"])
+def test_probability_floor_adds_epsilon_to_every_generatable_token_and_renormalises(gate):
+    floor = 1e-3
+    plain, floored = make_head("lexical", gate), make_head("lexical", gate)
+    floored.probability_floor = floor
+    features, gate_features, attention, source_ids = head_inputs()
+    p = plain(features, gate_features, attention, source_ids).log_probs.exp()
+    q = floored(features, gate_features, attention, source_ids).log_probs.exp()
+    generatable = VY - len(NON_GENERATABLE)
+    expected = (p + floor) / (1 + generatable * floor)
+    expected[..., NON_GENERATABLE] = 0
+    torch.testing.assert_close(q, expected, atol=1e-6, rtol=1e-5)
+
+
+def test_probability_floor_bounds_a_hopeless_tokens_loss_and_takes_away_its_gradient():
+    """A target the mixture gives ~e^-60: without the floor its loss is ~60 and its gradient full-sized; with
+    ε = 1e-7 the loss is at most -log ε ≈ 16.1 and the gradient almost 0."""
+    losses, norms = {}, {}
+    for floor in (0.0, 1e-7):
+        head = make_head("lexical", "copy_token")
+        head.probability_floor = floor
+        features, gate_features, attention, source_ids = head_inputs()
+        lexicon = torch.zeros(VX, VY)
+        lexicon[:, 2] = 1.0  # every source token translates to id 2: p_lex puts nothing on the target below
+        head.set_lexicon(lexicon)
+        with torch.no_grad():
+            head.write_projection.weight.zero_()
+            head.write_projection.bias.fill_(0.0)
+            head.write_projection.bias[3] = -60.0  # the target id 3: far below every other class
+        out = head(features, gate_features, attention, source_ids)
+        loss = -out.log_probs[0, 0, 3]
+        head.zero_grad()
+        loss.backward()
+        losses[floor] = loss.item()
+        norms[floor] = head.write_projection.bias.grad.norm().item()
+    assert losses[0.0] > 55 and losses[1e-7] <= -torch.log(torch.tensor(1e-7)).item() + 1e-3
+    assert norms[0.0] > 0.5 and norms[1e-7] < 1e-12
+
+
+def test_probability_floor_outside_its_range_is_an_error():
+    from huggingface_hub.errors import StrictDataclassClassValidationError
+
+    from lexical_hf import LexicalSeq2SeqConfig
+    with pytest.raises(StrictDataclassClassValidationError, match="probability_floor must be in"):
+        LexicalSeq2SeqConfig(target_vocab_size=10, probability_floor=0.2)
+    with pytest.raises(StrictDataclassClassValidationError, match="probability_floor must be in"):
+        LexicalSeq2SeqConfig(probability_floor=-1e-7)
+
+
 def test_none_mode_is_a_plain_softmax_with_gate_one():
     head = make_head("none")
     features, gate_features, attention, source_ids = head_inputs()
