@@ -407,14 +407,24 @@ def describe_device() -> str:
     return f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
 
 
+def entry_key(entry: dict) -> str:
+    """An entry's heading: device, task, size, modes and the checks it ran beyond the timings (dropout draws, seeds as
+    one model, …), so that a run with other checks does not replace one that measured something else."""
+    checks = [name for field, name in (("graphed_training_agreement", "training agreement"),
+                                       ("graphed_dropout_draws", "dropout draws"), ("graphed_seeds", "seeds as one model"),
+                                       ("concurrent", "seeds at once")) if entry.get(field)]
+    return " · ".join([entry["device"], entry["task"], entry["size"], ", ".join(entry["modes"]), *checks])
+
+
 def write(out: Path, *new_entries: dict) -> None:
-    """Add `new_entries` to `out`.json (one per device, task, size and modes; a newer run replaces an older one) and rebuild
-    `out`.md from it."""
+    """Add `new_entries` to `out`.json (one per `entry_key`: a newer run replaces an older one of the same device, task,
+    size, modes and checks) and rebuild `out`.md from it."""
     json_path, md_path = out.with_suffix(".json"), out.with_suffix(".md")
     out.parent.mkdir(parents=True, exist_ok=True)
-    entries = json.loads(json_path.read_text()) if json_path.exists() else {}
+    earlier = json.loads(json_path.read_text()) if json_path.exists() else {}
+    entries = {entry_key(entry): entry for entry in earlier.values()}
     for entry in new_entries:
-        entries[f"{entry['device']} · {entry['task']} · {entry['size']} · {', '.join(entry['modes'])}"] = entry
+        entries[entry_key(entry)] = entry
     json_path.write_text(json.dumps(entries, indent=1) + "\n")
     lines = ["# The training step on a device: ms per update, eager against the fast steps", "",
              f"Written by `python benchmarks/bench_gpu.py` from [`{json_path.name}`]({json_path.name}); each block is one "

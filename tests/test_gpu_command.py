@@ -110,3 +110,34 @@ def test_the_dropout_check_tells_fresh_masks_from_a_frozen_one():
     assert stuck["graphed"]["distinct"] == 1 and stuck["graphed"]["std"] == 0 and stuck["eager"]["distinct"] == 5
     if not torch.cuda.is_available():
         assert bench.graphed_dropout_draws(tokenizer, lexicon, "tiny", batch, 5) is None  # measured on CUDA only
+
+
+def test_a_bench_run_with_other_checks_keeps_the_earlier_block(tmp_path):
+    """`bench_gpu.write` replaces a block only with a run of the same device, task, size, modes and checks: a later
+    run that measured the dropout check alone must not erase the block that measured seeds as one model."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_gpu as bench
+
+    def entry(ms, **checks):
+        return {"device": "GPU", "task": "scan-jump", "size": "paper", "modes": {"graphed": {
+                    "ms_per_update": ms, "warmup_seconds": 1.0, "warmup_updates": 2, "updates": 5}},
+                "command": f"bench {ms}", "machine": "m", "torch": "t", "revision": "r", "date": "d", "batch_size": 512,
+                "speedup_over_eager": {}, "floor_ms": 3.0, "flops_per_update": 1e12, "matmul_tflops": 400.0,
+                "graphed_training_agreement": None, "graphed_dropout_draws": None, "graphed_seeds": [],
+                "concurrent": [], "decoding": {"batch_size": 8, "sentences": 8, "seconds": 1.0,
+                                                 "sentences_per_second": 8.0}, **checks}
+
+    seeds = [{"seeds": 4, "ms_per_update": 109.2, "padded_shape": [16, 64]}]
+    draws = {"replays": 3, "graphed": {"distinct": 3, "mean": 2.0, "std": 0.1},
+             "eager": {"distinct": 3, "mean": 2.0, "std": 0.1}}
+    out = tmp_path / "bench_gpu"
+    bench.write(out, entry(32.0, graphed_seeds=seeds))
+    bench.write(out, entry(32.2, graphed_dropout_draws=draws))
+    kept = json.loads(out.with_suffix(".json").read_text())
+    assert sorted(e["command"] for e in kept.values()) == ["bench 32.0", "bench 32.2"]
+    bench.write(out, entry(31.0, graphed_dropout_draws=draws))  # the same checks again: the newer run replaces
+    kept = json.loads(out.with_suffix(".json").read_text())
+    assert sorted(e["command"] for e in kept.values()) == ["bench 31.0", "bench 32.0"]
+    assert "## GPU · scan-jump · paper · graphed · seeds as one model" in out.with_suffix(".md").read_text()
