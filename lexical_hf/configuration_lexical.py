@@ -75,8 +75,8 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         probability_floor (`float`, defaults to 0.0): ε added to every generatable token's probability before the
             log, p(w) = (p(w) + ε) / (1 + G·ε) over the G generatable ids, as the paper's public code does in its
             copy and lexicon path (ε = 1e-7; the paper is silent). A token's loss is then at most −log ε, and a token
-            the model gives far less than ε contributes almost no gradient. 0 turns it off. Unused with
-            `lexical_mode="none"`, where the code has no floor either.
+            the model gives far less than ε contributes almost no gradient. 0 turns it off. With
+            `lexical_mode="none"` (no mixture, and no floor in the code either) a floor above 0 is an error.
         static_shapes (`bool`, defaults to `False`): recurrent backbones run every row at every position, with the
             state frozen on padding, instead of packing the source and dropping each row of a teacher-forced
             target once it is over. Every step then has one shape per batch shape and no host synchronisation,
@@ -209,6 +209,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         if not 0.0 <= self.probability_floor < 1.0 / self.target_vocab_size:
             raise ValueError(f"probability_floor must be in [0, 1/target_vocab_size = {1.0 / self.target_vocab_size:.3g}), "
                              f"got {self.probability_floor}")
+        if self.lexical_mode == "none" and self.probability_floor > 0:
+            raise ValueError(f"probability_floor={self.probability_floor} floors the lexical mixture, which "
+                             "lexical_mode='none' does not have: leave it at 0")
         for name in ("dropout", "output_dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")

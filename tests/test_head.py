@@ -123,6 +123,8 @@ def test_probability_floor_outside_its_range_is_an_error():
         LexicalSeq2SeqConfig(target_vocab_size=10, probability_floor=0.2)
     with pytest.raises(StrictDataclassClassValidationError, match="probability_floor must be in"):
         LexicalSeq2SeqConfig(probability_floor=-1e-7)
+    with pytest.raises(StrictDataclassClassValidationError, match="lexical_mode='none' does not have"):
+        LexicalSeq2SeqConfig(lexical_mode="none", probability_floor=1e-7)
 
 
 def test_none_mode_is_a_plain_softmax_with_gate_one():

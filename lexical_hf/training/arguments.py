@@ -93,8 +93,8 @@ class ModelArguments:
 
 
 # ModelArguments whose None means "LexicalSeq2SeqConfig's default" (the presets fill in the rest)
-OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "probability_floor", "feed_dropout", "combine_decoder_input", "attention_query_bias",
-                         "num_attention_heads", "ffn_size", "norm_first", "position_encoding",
+OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "probability_floor", "feed_dropout", "combine_decoder_input",
+                         "attention_query_bias", "num_attention_heads", "ffn_size", "norm_first", "position_encoding",
                          "relative_attention_max_distance", "attention_source", "attention_dropout",
                          "syntax_encoder", "syntax_action", "sequential_semantics",
                          "memory_width", "separate_target_lstm")
