@@ -10,6 +10,7 @@ ATTENTION_SOURCES = ("cross_attention_mean", "dedicated_head")
 LEXICAL_MODES = ("none", "copy", "lexical")
 GATE_STYLES = ("sigmoid", "copy_token")
 LOSS_NORMALIZATIONS = ("tokens", "sequences")
+MIXTURE_NORMALIZATIONS = ("paper", "code")
 # the ids LexicalTokenizer gives <pad>, <s>, </s>, <unk> on both sides; the decoder starts from <s>
 FIXED_SPECIAL_IDS = {"pad_token_id": PAD_ID, "bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "unk_token_id": UNK_ID,
                      "decoder_start_token_id": BOS_ID}
@@ -77,6 +78,13 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             copy and lexicon path (ε = 1e-7; the paper is silent). A token's loss is then at most −log ε, and a token
             the model gives far less than ε contributes almost no gradient. 0 turns it off. With
             `lexical_mode="none"` (no mixture, and no floor in the code either) a floor above 0 is an error.
+        mixture_normalization (`str`, defaults to `"paper"`): how the output distribution is normalised. `"paper"`:
+            p_write is a softmax over the generatable ids and p = p_gate·p_write + (1 − p_gate)·p_lex, as the paper's
+            equations; lexical mass that abstaining source tokens send to `<unk>` stays on `<unk>` (never a target,
+            so training pushes attention off them while the lexicon is used). `"code"`: the paper's public code — the
+            write softmax runs over every class, the mixture is formed and then renormalised over the generatable ids
+            other than `<unk>`, so that mass is dropped and the rest rescaled (`<unk>` gets no probability; a label
+            `<unk>` is then an error). Without a lexicon, `"code"` is a softmax that excludes `<unk>`.
         static_shapes (`bool`, defaults to `False`): recurrent backbones run every row at every position, with the
             state frozen on padding, instead of packing the source and dropping each row of a teacher-forced
             target once it is over. Every step then has one shape per batch shape and no host synchronisation,
@@ -166,6 +174,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     gate: str = "sigmoid"
     loss_normalization: str = "tokens"
     probability_floor: float | int = 0.0
+    mixture_normalization: str = "paper"
     static_shapes: bool = False
     lexicon_temperature: float | int = 0.0
     train_lexicon: bool = False
@@ -206,6 +215,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             raise ValueError(f"gate must be one of {GATE_STYLES}, got {self.gate!r}")
         if self.loss_normalization not in LOSS_NORMALIZATIONS:
             raise ValueError(f"loss_normalization must be one of {LOSS_NORMALIZATIONS}, got {self.loss_normalization!r}")
+        if self.mixture_normalization not in MIXTURE_NORMALIZATIONS:
+            raise ValueError(f"mixture_normalization must be one of {MIXTURE_NORMALIZATIONS}, got "
+                             f"{self.mixture_normalization!r}")
         if not 0.0 <= self.probability_floor < 1.0 / self.target_vocab_size:
             raise ValueError(f"probability_floor must be in [0, 1/target_vocab_size = {1.0 / self.target_vocab_size:.3g}), "
                              f"got {self.probability_floor}")

@@ -47,6 +47,12 @@ class LexicalTranslationHead(nn.Module):
     lexicon, every generatable token gets p(w) = (p(w) + ε) / (1 + G·ε), G the number of generatable ids. It bounds a
     token's loss by −log ε and leaves a token the model gives far less than ε almost no gradient.
 
+    Normalisation (``mixture_normalization``): ``"paper"`` takes p_write over the generatable ids, as the equations
+    above. ``"code"`` is the paper's public code: the write softmax runs over every class, the mixture is formed, and
+    then renormalised over the generatable ids other than ``<unk>`` (``unknown_id``), so the write mass on the
+    non-generatable ids and ``<unk>``, and the lexical mass of abstaining source tokens (rows sent to ``<unk>``), are
+    dropped and the rest rescaled; without a lexicon it is a softmax that excludes ``<unk>``.
+
     Lexical modes: ``"none"`` fixes p_gate = 1 (plain attentional seq2seq); ``"copy"`` and ``"lexical"`` use L (copy is
     the identity lexicon over shared token strings, See et al. 2017).
 
@@ -76,6 +82,8 @@ class LexicalTranslationHead(nn.Module):
         train_lexicon: bool = False,
         output_dropout: float = 0.0,
         probability_floor: float = 0.0,
+        mixture_normalization: str = "paper",
+        unknown_id: int | None = None,
     ):
         super().__init__()
         self.lexical_mode = lexical_mode
@@ -84,6 +92,13 @@ class LexicalTranslationHead(nn.Module):
         self.target_vocab_size = target_vocab_size
         self.non_generatable_ids = list(non_generatable_ids)
         self._non_generatable_indices: dict[torch.device, torch.Tensor] = {}  # see _non_generatable_index
+        if mixture_normalization == "code" and unknown_id is None:
+            raise ValueError("mixture_normalization='code' renormalises without <unk>: give unknown_id")
+        self.mixture_normalization = mixture_normalization
+        # the ids that get no probability in the output: the non-generatable ones, and <unk> under the code's rule
+        unknown = [unknown_id] if mixture_normalization == "code" else []
+        self.excluded_ids = sorted({*self.non_generatable_ids, *unknown})
+        self._excluded_indices: dict[torch.device, torch.Tensor] = {}
         self.uses_lexicon = lexical_mode != "none"
         self.output_dropout = nn.Dropout(output_dropout)
         self.probability_floor = probability_floor
@@ -161,14 +176,18 @@ class LexicalTranslationHead(nn.Module):
         return logits.softmax(-1)
 
     def _non_generatable_index(self, device) -> torch.Tensor:
-        """The ids the head never generates, as a tensor on `device`, made once per device: a forward takes no data
-        from the host, which a CUDA graph capture forbids (and which costs a copy every step otherwise)."""
+        """The ids the head never generates, as a tensor on `device`."""
+        return self._cached_index(self._non_generatable_indices, self.non_generatable_ids, device)
+
+    @staticmethod
+    def _cached_index(cache: dict, ids: list[int], device) -> torch.Tensor:
+        """`ids` as a tensor on `device`, made once per device: a forward takes no data from the host, which a CUDA
+        graph capture forbids (and which costs a copy every step otherwise)."""
         if torch.compiler.is_compiling():  # a constant of the traced graph
-            return torch.tensor(self.non_generatable_ids, device=device, dtype=torch.long)
-        index = self._non_generatable_indices.get(device)
+            return torch.tensor(ids, device=device, dtype=torch.long)
+        index = cache.get(device)
         if index is None:
-            index = self._non_generatable_indices[device] = torch.tensor(self.non_generatable_ids, device=device,
-                                                                         dtype=torch.long)
+            index = cache[device] = torch.tensor(ids, device=device, dtype=torch.long)
         return index
 
     def _apply(self, fn, recurse=True):
@@ -191,9 +210,11 @@ class LexicalTranslationHead(nn.Module):
         attention: torch.Tensor,
         source_ids: torch.Tensor,
     ) -> LexicalHeadOutput:
-        blocked = self._non_generatable_index(features.device)
+        excluded = self._cached_index(self._excluded_indices, self.excluded_ids, features.device)
+        code = self.mixture_normalization == "code"
         write_logits = self.write_projection(self.output_dropout(features))
-        write_logits = write_logits.index_fill(-1, blocked, float("-inf"))
+        if not (code and self.uses_lexicon):  # the code's mixture takes the softmax over every class, then renormalises
+            write_logits = write_logits.index_fill(-1, excluded, float("-inf"))
         # the mixture in float32, or float64 for a float64 model (never below float32: log-space sums of bf16 lose it)
         compute_dtype = torch.promote_types(write_logits.dtype, torch.float32)
         log_write = F.log_softmax(write_logits.to(compute_dtype), dim=-1)
@@ -218,9 +239,11 @@ class LexicalTranslationHead(nn.Module):
             log_copy = log_write[..., -1]
             log_probs = torch.logaddexp(log_write[..., :-1], log_copy.unsqueeze(-1) + log_lexical)
             log_gate = torch.log1p(-log_copy.exp().clamp(max=1 - 1e-7))
-        if self.probability_floor > 0:  # (p + ε) / (1 + G·ε) over the G generatable ids
-            generatable = log_probs.shape[-1] - blocked.numel()
+        if self.probability_floor > 0:  # p + ε, normalised below (code) or by 1 + G·ε over the G ids kept (paper)
             log_probs = torch.logaddexp(log_probs, log_probs.new_full((), math.log(self.probability_floor)))
-            log_probs = log_probs - math.log1p(generatable * self.probability_floor)
-        log_probs = log_probs.index_fill(-1, blocked, float("-inf"))
+            if not code:
+                log_probs = log_probs - math.log1p((log_probs.shape[-1] - excluded.numel()) * self.probability_floor)
+        log_probs = log_probs.index_fill(-1, excluded, float("-inf"))
+        if code:
+            log_probs = log_probs - log_probs.logsumexp(-1, keepdim=True)
         return LexicalHeadOutput(log_probs=log_probs, gate=log_gate.exp(), lexical_log_probs=log_lexical)

@@ -128,6 +128,8 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             train_lexicon=config.train_lexicon,
             output_dropout=0.0 if self.model.applies_output_dropout else config.output_dropout,
             probability_floor=config.probability_floor,
+            mixture_normalization=config.mixture_normalization,
+            unknown_id=config.unk_token_id,
         )
         self.lexicon = None  # the Lexicon artifact L was built from, if any (saved as lexicon.json)
         self.post_init()
@@ -353,6 +355,12 @@ class LexicalSeq2SeqForConditionalGeneration(LexicalSeq2SeqPreTrainedModel, Gene
             raise ValueError(
                 f"labels contain ids {sorted(set(real[blocked].tolist()))} that the model never generates (padding / "
                 "decoder start): pad labels with -100 (DataCollatorForSeq2Seq does this)"
+            )
+        if self.config.mixture_normalization == "code" and (real == self.config.unk_token_id).any():
+            raise ValueError(
+                f"labels contain <unk> (id {self.config.unk_token_id}), a target word outside the target vocabulary, "
+                "which mixture_normalization='code' gives no probability (as the paper's code does): such targets "
+                "cannot be scored; use mixture_normalization='paper'"
             )
 
     def _warn_if_lexicon_unset(self) -> None:

@@ -127,6 +127,78 @@ def test_probability_floor_outside_its_range_is_an_error():
         LexicalSeq2SeqConfig(lexical_mode="none", probability_floor=1e-7)
 
 
+UNK = 3
+
+
+def code_head(mode="lexical", gate="copy_token", floor=0.0):
+    head = make_head(mode, gate)
+    return LexicalTranslationHead(F_SIZE, F_SIZE, VX, VY, NON_GENERATABLE, mode, gate, probability_floor=floor,
+                                  mixture_normalization="code", unknown_id=UNK).requires_grad_(False), head
+
+
+@pytest.mark.parametrize("gate", ["copy_token", "sigmoid"])
+@pytest.mark.parametrize("floor", [0.0, 1e-3])
+def test_the_codes_normalisation_mixes_over_every_class_then_renormalises_without_unk(gate, floor):
+    """The paper's code: softmax over all classes, p_mix = s_w + s_copy·p_lex (+ ε), then the classes <pad>, <s>,
+    <unk> are dropped and the rest rescaled; computed here by hand from the same weights."""
+    head, paper = code_head("lexical", gate, floor)
+    head.load_state_dict(paper.state_dict())
+    features, gate_features, attention, source_ids = head_inputs()
+    out = head(features, gate_features, attention, source_ids)
+
+    s = head.write_projection(features).softmax(-1)  # no class blocked before the softmax
+    p_lex = torch.einsum("bts,bsv->btv", attention, head.lexicon[source_ids])
+    if gate == "copy_token":
+        mixture = s[..., :VY] + s[..., VY:] * p_lex
+    else:
+        g = torch.sigmoid(head.gate_projection(gate_features))
+        mixture = g * s + (1 - g) * p_lex
+    mixture = mixture + floor
+    mixture[..., NON_GENERATABLE + [UNK]] = 0
+    expected = mixture / mixture.sum(-1, keepdim=True)
+    torch.testing.assert_close(out.log_probs.exp(), expected, atol=1e-6, rtol=1e-5)
+    assert torch.all(out.log_probs[..., UNK] == float("-inf"))
+
+
+def test_the_codes_normalisation_drops_the_mass_abstaining_tokens_send_to_unk():
+    """A source token whose lexicon row goes to <unk> (abstains): under "paper" its lexical mass stays on <unk> and
+    the target tokens lose it; under "code" it is dropped and the rest rescaled, so the attended-to abstaining token
+    costs the target nothing."""
+    head, paper = code_head("lexical", "copy_token")
+    lexicon = random_lexicon(VX, VY, NON_GENERATABLE, 0)
+    lexicon[:, :] = 0.0
+    lexicon[:, UNK] = 1.0  # every source token abstains
+    paper.set_lexicon(lexicon)
+    head.load_state_dict(paper.state_dict())
+    features, gate_features, attention, source_ids = head_inputs()
+    p_paper = paper(features, gate_features, attention, source_ids).log_probs.exp()
+    p_code = head(features, gate_features, attention, source_ids).log_probs.exp()
+    s = head.write_projection(features).softmax(-1)
+    copy = s[..., VY]
+    assert torch.all(p_paper[..., UNK] >= copy - 1e-6)  # the copy mass sits on <unk>
+    kept = [i for i in range(VY) if i not in NON_GENERATABLE + [UNK]]
+    torch.testing.assert_close(p_code[..., kept], s[..., kept] / s[..., kept].sum(-1, keepdim=True))
+
+
+def test_the_codes_normalisation_without_a_lexicon_is_a_softmax_without_unk():
+    torch.manual_seed(0)
+    head = LexicalTranslationHead(F_SIZE, F_SIZE, VX, VY, NON_GENERATABLE, "none", mixture_normalization="code",
+                                  unknown_id=UNK)
+    features, gate_features, attention, source_ids = head_inputs()
+    logits = head.write_projection(features)
+    logits[..., NON_GENERATABLE + [UNK]] = float("-inf")
+    torch.testing.assert_close(head(features, gate_features, attention, source_ids).log_probs,
+                               logits.log_softmax(-1))
+
+
+def test_a_label_unk_under_the_codes_normalisation_is_an_error(toy_tokenizer, toy_data):
+    model = small_model(toy_tokenizer, mixture_normalization="code")
+    batch = encode_batch(toy_tokenizer, toy_data[:2])
+    batch["labels"][0, 0] = toy_tokenizer.unk_token_id
+    with pytest.raises(ValueError, match="mixture_normalization='code' gives no probability"):
+        model(**batch)
+
+
 def test_none_mode_is_a_plain_softmax_with_gate_one():
     head = make_head("none")
     features, gate_features, attention, source_ids = head_inputs()

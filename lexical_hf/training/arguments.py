@@ -73,6 +73,7 @@ class ModelArguments:
     attention_query_bias: bool | None = field(default=None, metadata={"help": "lstm: attention query with a bias (paper's code)"})
     gate: str | None = field(default=None, metadata={"help": "sigmoid (paper; default; preset cpu) | copy_token (paper's code; preset paper)"})
     loss_normalization: str | None = field(default=None, metadata={"help": "tokens (transformers; default) | sequences (paper's code: summed NLL / batch size)"})
+    mixture_normalization: str | None = field(default=None, metadata={"help": "paper (default: p_write over the generatable ids) | code (paper's code: mix, then renormalise without <unk>, dropping abstaining tokens' lexical mass)"})
     probability_floor: float | None = field(default=None, metadata={"help": "ε added to each token's probability with a lexicon, p = (p + ε) / (1 + Gε) (paper's code: 1e-7; default 0: off)"})
     max_decode_length: int = field(default=128)
     # Transformer only (None: the preset's value, else LexicalSeq2SeqConfig's default)
@@ -93,9 +94,9 @@ class ModelArguments:
 
 
 # ModelArguments whose None means "LexicalSeq2SeqConfig's default" (the presets fill in the rest)
-OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "probability_floor", "feed_dropout", "combine_decoder_input",
-                         "attention_query_bias", "num_attention_heads", "ffn_size", "norm_first", "position_encoding",
-                         "relative_attention_max_distance", "attention_source", "attention_dropout",
+OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "mixture_normalization", "probability_floor", "feed_dropout",
+                         "combine_decoder_input", "attention_query_bias", "num_attention_heads", "ffn_size", "norm_first",
+                         "position_encoding", "relative_attention_max_distance", "attention_source", "attention_dropout",
                          "syntax_encoder", "syntax_action", "sequential_semantics",
                          "memory_width", "separate_target_lstm")
 
