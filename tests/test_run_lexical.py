@@ -376,6 +376,21 @@ def test_the_paper_recipe_on_scan_divides_the_loss_by_sequences_and_colors_by_to
     assert model.loss_normalization == "tokens"  # flags still win
 
 
+def test_the_paper_recipe_on_scan_normalises_the_output_as_the_papers_code(tmp_path):
+    """On SCAN the `paper` preset computes the paper code's output distribution (mixed over every class, then
+    renormalised without <unk>, with its ε = 1e-7): a weight-mapped check against that code found this the one
+    difference (results/diagnostics/paper_code_equivalence.md). Colors keeps the settings its rows ran with."""
+    from lexical_hf.training.arguments import parse_arguments
+
+    scan = parse_arguments(["--benchmark", "scan", "--preset", "paper", "--output_dir", str(tmp_path)])[2]
+    assert (scan.mixture_normalization, scan.probability_floor) == ("code", 1e-7)
+    colors = parse_arguments(["--benchmark", "colors", "--preset", "paper", "--output_dir", str(tmp_path)])[2]
+    assert (colors.mixture_normalization, colors.probability_floor) == (None, None)
+    plain = parse_arguments(["--benchmark", "scan", "--preset", "paper", "--lexicon", "none",
+                             "--output_dir", str(tmp_path)])[2]
+    assert plain.probability_floor is None  # no mixture to floor: the plain LSTM row keeps the code's plain softmax
+
+
 def test_validation_fraction_holds_out_part_of_your_own_train_file(tmp_path):
     """--validation_fraction with --train_file used to be ignored without a word (no validation split at all)."""
     from lexical_hf.training.arguments import parse_arguments

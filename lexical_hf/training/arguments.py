@@ -179,6 +179,8 @@ def parse_arguments(argv: list[str], program: str = "lexical-hf train"):
     preset, values = preset_defaults(first.backbone, first.preset, benchmark, first.benchmark_config, first.augment)
     if first.lexicon == "uniform" or first.lexicon_path:
         values.pop("lexicon_fallback", None)  # the uniform learner's fallback is its definition; a saved lexicon has its own
+    if first.lexicon == "none":
+        values.pop("probability_floor", None)  # it floors the lexical mixture; the code's plain softmax has no floor
     parser.set_defaults(preset=preset, **values)
     args = parser.parse_args_into_dataclasses(args=argv)
     args[0].benchmark = benchmark  # None for --train_file: results and the model card say "custom"
