@@ -81,7 +81,7 @@ def parse_args(argv=None):
     parser.add_argument("--paper-code", default=str(ORACLE / "code"), help="folder of the authors' code (unmodified)")
     parser.add_argument("--shim", default=str(ORACLE / "shim"), help="stand-ins for seaborn / matplotlib")
     parser.add_argument("--wheels", default=str(ORACLE / "wheels"), help="wheels of absl, nltk, tensorboard, protobuf")
-    parser.add_argument("--data-dir", default="/work/shared/data")
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"), help="the benchmark mirror")
     parser.add_argument("--dim", type=int, default=64, help="embedding = hidden size of both models")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=32)
