@@ -260,6 +260,50 @@ def recipe_training(results: dict) -> dict | None:
     return values if "per_device_train_batch_size" in values else None
 
 
+def preset_changes(results: dict) -> dict[str, tuple]:
+    """Model settings that the row's preset gives its benchmark now and the row ran otherwise, {name: (ran, now)}; a
+    setting the row's command gave as a flag was the row's own choice and is not compared."""
+    import dataclasses
+
+    from lexical_hf import LexicalSeq2SeqConfig
+    from lexical_hf.training.arguments import (OPTIONAL_MODEL_FIELDS, ModelArguments, applicable_preset_values,
+                                               preset_defaults)
+
+    model = results.get("model")
+    if not model:  # a row file that did not record its model
+        return {}
+    try:
+        _, values = preset_defaults(model.get("backbone", "lstm"), results["preset"], results.get("benchmark"),
+                                    results.get("benchmark_config"))
+    except (KeyError, ValueError):
+        return {}
+    values = applicable_preset_values(values, results.get("lexicon"), results.get("lexicon_path"))
+    names = {field.name for field in dataclasses.fields(ModelArguments)}
+    command = results.get("command", "")
+    changes = {}
+    for name, now in values.items():
+        if name not in names or re.search(rf"--{name}[ =]", command):
+            continue  # not a model setting, or the row's own flag
+        if model.get(name) is not None:
+            ran = model[name]
+        elif name in OPTIONAL_MODEL_FIELDS:  # None, or a row written before the setting existed: the model's default
+            ran = getattr(LexicalSeq2SeqConfig, name)
+        else:
+            continue
+        if ran != now:
+            changes[name] = (ran, now)
+    return changes
+
+
+def preset_note(results: dict, label: str) -> str | None:
+    """A row whose preset has changed a model setting since it ran; None otherwise."""
+    changes = preset_changes(results)
+    if not changes:
+        return None
+    listed = ", ".join(f"`{name}` {ran} (now {now})" for name, (ran, now) in changes.items())
+    return f"The row “{label}” ran preset `{results['preset']}` as it was then: {listed}."
+
+
 def device_note(results: dict, label: str) -> str | None:
     """How a row that did all its updates on a GPU ran them (batch layout, TF32, the captured step); None for other
     rows."""
@@ -626,6 +670,7 @@ def summarize() -> str:
             done.add(row)
             strips.append((label, values, paper[0] if paper else None))
             run_notes += [note] if (note := stopped_note(results, label) or device_note(results, label)) else []
+            run_notes += [note] if (note := preset_note(results, label)) else []
         for row, paper in PAPER.get(task, {}).items():
             if row not in done:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — | — |"

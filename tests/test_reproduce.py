@@ -411,3 +411,22 @@ def test_syntatt_rows_give_their_median_and_russin_et_al_s_number(reproduce, tmp
     note = next(line for line in section.splitlines() if line.startswith("Median over seeds"))
     assert "SyntAtt 0.93" in note and "Russin et al. (2019) report 1.00 ± 0.00" in note
     assert "## SCAN addprim_turn_left" not in text  # no row there yet, and no lexicon-paper number to show
+
+
+def test_a_row_run_before_its_preset_changed_a_model_setting_says_so(reproduce):
+    """A row file records the model it ran; when the preset now gives its benchmark another model setting, the
+    summary says which and how, so that "preset `paper`" in the table does not claim today's recipe."""
+    model = {"backbone": "lstm", "embedding_size": 512, "gate": "copy_token", "loss_normalization": "sequences",
+             "feed_dropout": True, "combine_decoder_input": True, "attention_query_bias": True}
+    row = {**fake_results([0.7]), "benchmark": "scan", "benchmark_config": "template_around_right", "lexicon": "simple",
+           "model": model, "command": "python examples/run_lexical.py --benchmark scan --preset paper"}
+    note = reproduce.preset_note(row, "+ Lex: Simple (paper tier)")
+    assert note == ("The row “+ Lex: Simple (paper tier)” ran preset `paper` as it was then: `mixture_normalization` "
+                    "paper (now code), `probability_floor` 0.0 (now 1e-07).")
+    # a setting the row gave as its own flag is not the preset's; a plain LSTM has no mixture to floor
+    flagged = {**row, "command": row["command"] + " --mixture_normalization paper"}
+    assert "mixture_normalization" not in reproduce.preset_note(flagged, "row")
+    assert "probability_floor" not in reproduce.preset_note({**row, "lexicon": "none"}, "row")
+    current = {**row, "model": {**model, "mixture_normalization": "code", "probability_floor": 1e-7}}
+    assert reproduce.preset_note(current, "row") is None
+    assert reproduce.preset_note(fake_results([0.7]), "row") is None  # a row file that did not record its model
