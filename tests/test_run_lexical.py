@@ -376,19 +376,22 @@ def test_the_paper_recipe_on_scan_divides_the_loss_by_sequences_and_colors_by_to
     assert model.loss_normalization == "tokens"  # flags still win
 
 
-def test_the_paper_recipe_on_scan_normalises_the_output_as_the_papers_code(tmp_path):
-    """On SCAN the `paper` preset computes the paper code's output distribution (mixed over every class, then
-    renormalised without <unk>, with its ε = 1e-7): a weight-mapped check against that code found this the one
-    difference (results/diagnostics/paper_code_equivalence.md). Colors keeps the settings its rows ran with."""
+def test_the_paper_codes_output_normalisation_is_an_option_the_presets_leave_off(tmp_path):
+    """`--mixture_normalization code --probability_floor 1e-7` give the paper code's output distribution (the one
+    difference a weight-mapped check found, results/diagnostics/paper_code_equivalence.md); the presets keep the
+    paper's equations until a run shows the difference matters, and a floor without a lexicon is refused."""
+    from lexical_hf import LexicalTokenizer
     from lexical_hf.training.arguments import parse_arguments
+    from lexical_hf.training.pipeline import build_model
 
-    scan = parse_arguments(["--benchmark", "scan", "--preset", "paper", "--output_dir", str(tmp_path)])[2]
-    assert (scan.mixture_normalization, scan.probability_floor) == ("code", 1e-7)
-    colors = parse_arguments(["--benchmark", "colors", "--preset", "paper", "--output_dir", str(tmp_path)])[2]
-    assert (colors.mixture_normalization, colors.probability_floor) == (None, None)
-    plain = parse_arguments(["--benchmark", "scan", "--preset", "paper", "--lexicon", "none",
-                             "--output_dir", str(tmp_path)])[2]
-    assert plain.probability_floor is None  # no mixture to floor: the plain LSTM row keeps the code's plain softmax
+    flags = ["--benchmark", "scan", "--preset", "paper", "--output_dir", str(tmp_path)]
+    assert parse_arguments(flags)[2].mixture_normalization is None  # the model's default: the paper's
+    data, lexicon, model, *_ = parse_arguments(flags + ["--mixture_normalization", "code", "--probability_floor", "1e-7"])
+    tokenizer = LexicalTokenizer.from_texts(["jump twice", "walk left"], ["I_JUMP I_JUMP", "I_TURN_LEFT I_WALK"])
+    config = build_model(model, lexicon, tokenizer, None).config
+    assert (config.mixture_normalization, config.probability_floor) == ("code", 1e-7)
+    with pytest.raises(ValueError, match="--probability_floor floors the lexical mixture"):
+        parse_arguments(flags + ["--lexicon", "none", "--probability_floor", "1e-7"])
 
 
 def test_validation_fraction_holds_out_part_of_your_own_train_file(tmp_path):

@@ -168,8 +168,6 @@ def applicable_preset_values(values: dict, lexicon: str | None, lexicon_path: st
     values = dict(values)
     if lexicon == "uniform" or lexicon_path:
         values.pop("lexicon_fallback", None)  # the uniform learner's fallback is its definition; a saved lexicon has its own
-    if lexicon == "none":
-        values.pop("probability_floor", None)  # it floors the lexical mixture; the code's plain softmax has no floor
     return values
 
 
@@ -216,6 +214,8 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
         raise ValueError(f"--lexicon must be one of {LEXICON_CHOICES}, got {lexicon_args.lexicon!r}")
     if lexicon_args.lexicon_fallback not in (None, *REPLACEABLE_FALLBACKS):
         raise ValueError(f"--lexicon_fallback must be one of {REPLACEABLE_FALLBACKS}, got {lexicon_args.lexicon_fallback!r}")
+    if model_args.probability_floor and lexicon_args.lexicon == "none":
+        raise ValueError("--probability_floor floors the lexical mixture: it does not go with --lexicon none")
     if lexicon_args.learn_lexicon and lexicon_args.lexicon == "none":
         raise ValueError("--learn_lexicon true fine-tunes a lexicon: it does not go with --lexicon none")
     if lexicon_args.lexicon_path and (lexicon_args.lexicon in ("copy", "uniform") or lexicon_args.lexicon_params
