@@ -416,17 +416,21 @@ def test_syntatt_rows_give_their_median_and_russin_et_al_s_number(reproduce, tmp
 def test_a_row_run_before_its_preset_changed_a_model_setting_says_so(reproduce):
     """A row file records the model it ran; when the preset now gives its benchmark another model setting, the
     summary says which and how, so that "preset `paper`" in the table does not claim today's recipe."""
-    model = {"backbone": "lstm", "embedding_size": 512, "gate": "copy_token", "loss_normalization": "sequences",
-             "feed_dropout": True, "combine_decoder_input": True, "attention_query_bias": True}
+    from lexical_hf.training.arguments import preset_defaults
+
+    _, preset = preset_defaults("lstm", "paper", "scan", "template_around_right")
+    model = {"backbone": "lstm", **{name: preset[name] for name in (
+        "embedding_size", "gate", "feed_dropout", "combine_decoder_input", "attention_query_bias")}}
     row = {**fake_results([0.7]), "benchmark": "scan", "benchmark_config": "template_around_right", "lexicon": "simple",
-           "model": model, "command": "python examples/run_lexical.py --benchmark scan --preset paper"}
+           "model": {**model, "loss_normalization": "tokens"},
+           "command": "python examples/run_lexical.py --benchmark scan --preset paper"}
     note = reproduce.preset_note(row, "+ Lex: Simple (paper tier)")
-    assert note == ("The row “+ Lex: Simple (paper tier)” ran preset `paper` as it was then: `mixture_normalization` "
-                    "paper (now code), `probability_floor` 0.0 (now 1e-07).")
-    # a setting the row gave as its own flag is not the preset's; a plain LSTM has no mixture to floor
-    flagged = {**row, "command": row["command"] + " --mixture_normalization paper"}
-    assert "mixture_normalization" not in reproduce.preset_note(flagged, "row")
-    assert "probability_floor" not in reproduce.preset_note({**row, "lexicon": "none"}, "row")
-    current = {**row, "model": {**model, "mixture_normalization": "code", "probability_floor": 1e-7}}
+    assert note == ("The row “+ Lex: Simple (paper tier)” ran preset `paper` as it was then: `loss_normalization` "
+                    f"tokens (now {preset['loss_normalization']}).")
+    unrecorded = {**row, "model": model}  # a row written before the setting existed ran the model's default
+    assert reproduce.preset_note(unrecorded, "row") == note.replace("+ Lex: Simple (paper tier)", "row")
+    # a setting the row gave as its own flag is not the preset's
+    assert reproduce.preset_note({**row, "command": row["command"] + " --loss_normalization tokens"}, "row") is None
+    current = {**row, "model": {**model, "loss_normalization": preset["loss_normalization"]}}
     assert reproduce.preset_note(current, "row") is None
     assert reproduce.preset_note(fake_results([0.7]), "row") is None  # a row file that did not record its model
