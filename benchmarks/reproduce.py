@@ -266,8 +266,7 @@ def preset_changes(results: dict) -> dict[str, tuple]:
     import dataclasses
 
     from lexical_hf import LexicalSeq2SeqConfig
-    from lexical_hf.training.arguments import (OPTIONAL_MODEL_FIELDS, ModelArguments, applicable_preset_values,
-                                               preset_defaults)
+    from lexical_hf.training.arguments import OPTIONAL_MODEL_FIELDS, ModelArguments, preset_defaults
 
     model = results.get("model")
     if not model:  # a row file that did not record its model
@@ -277,7 +276,6 @@ def preset_changes(results: dict) -> dict[str, tuple]:
                                     results.get("benchmark_config"))
     except (KeyError, ValueError):
         return {}
-    values = applicable_preset_values(values, results.get("lexicon"), results.get("lexicon_path"))
     names = {field.name for field in dataclasses.fields(ModelArguments)}
     command = results.get("command", "")
     changes = {}

@@ -163,14 +163,6 @@ def preset_defaults(backbone: str, preset: str | None, benchmark: str | None, co
     return preset, values
 
 
-def applicable_preset_values(values: dict, lexicon: str | None, lexicon_path: str | None) -> dict:
-    """The preset's `values` less those that do not apply to this lexicon choice."""
-    values = dict(values)
-    if lexicon == "uniform" or lexicon_path:
-        values.pop("lexicon_fallback", None)  # the uniform learner's fallback is its definition; a saved lexicon has its own
-    return values
-
-
 # ---------------------------------------------------------------------------------------------------- parsing
 def parse_arguments(argv: list[str], program: str = "lexical-hf train"):
     """Parse `argv` into (DataArguments, LexiconArguments, ModelArguments, ExperimentArguments,
@@ -185,7 +177,8 @@ def parse_arguments(argv: list[str], program: str = "lexical-hf train"):
     first, _ = parser.parse_known_args(argv)
     benchmark = resolve_benchmark(first.benchmark, first.train_file)
     preset, values = preset_defaults(first.backbone, first.preset, benchmark, first.benchmark_config, first.augment)
-    values = applicable_preset_values(values, first.lexicon, first.lexicon_path)
+    if first.lexicon == "uniform" or first.lexicon_path:
+        values.pop("lexicon_fallback", None)  # the uniform learner's fallback is its definition; a saved lexicon has its own
     parser.set_defaults(preset=preset, **values)
     args = parser.parse_args_into_dataclasses(args=argv)
     args[0].benchmark = benchmark  # None for --train_file: results and the model card say "custom"
