@@ -338,7 +338,8 @@ def test_the_cpu_preset_is_the_recipe_that_learned_reversal(backbone):
     generalisation), Adam, at most one pass over the training set, to convergence (the first logged training loss
     at or below 0.001; the Queue-LSTM found copy after 3,000 updates on one seed); the memory controllers 1 × 64 with
     a target-side LSTM of their own (with one LSTM over the joint sequence the Stack-LSTM never found the stack); the
-    deep LSTM the paper's network. Both presets train to convergence, as the paper does."""
+    deep LSTM the paper's network. Both presets train to convergence, as the paper does, and neither shows a
+    sequence twice: the paper samples its training sequences afresh."""
     from lexical_hf.data.loading import _check_config_overrides
     from lexical_hf.training.arguments import preset_defaults
 
@@ -353,7 +354,10 @@ def test_the_cpu_preset_is_the_recipe_that_learned_reversal(backbone):
     assert values.get("separate_target_lstm", False) is memory
     assert values["hidden_size"] == (64 if memory else 128)
     _, paper = preset_defaults(backbone, "paper", "transduction", "copy")
-    assert "benchmark_params" not in paper and paper["per_device_train_batch_size"] == 10  # the paper's protocol
+    assert paper["per_device_train_batch_size"] == 10  # the paper's protocol, on fresh sequences: one pass at most
+    paper_data = _check_config_overrides("transduction", parse_params_text(paper["benchmark_params"]))
+    assert paper_data["train_lengths"] == (8, 64)
+    assert paper_data["train_size"] == paper["max_steps"] * paper["per_device_train_batch_size"]
     assert paper["optim"] == "rmsprop" and "separate_target_lstm" not in paper
     assert paper["stop_at_train_loss"] == 0.001 and paper["max_steps"] == 100000
 
