@@ -146,6 +146,12 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             the paper's network, one LSTM reading the joint sequence source ||| target. `True`: the separator and
             target steps run LSTM weights of their own (an encoder and a decoder LSTM), continuing the state and
             the memory the source ended in; the memory interface stays one set of projections.
+        memory_push_bias (`float`, *optional*): Stack-, Queue- and DeQue-LSTM only: the initial push bias b_d of
+            every end. `None` (the default): `nn.Linear`'s initialisation, as the paper, which sets only the pop bias
+            (to -1), leaves it. A number: b_d starts there; -1 starts the pushes at the pops' σ(-1) ≈ 0.27. A read
+            end reaches the row below the newest one only where the pop exceeds the push (σ(0) = 0.5 > 0.27 at the
+            paper's initialisation), so no gradient leads a DeQue-LSTM to pop its way through a copy from there; see
+            results/neural_memory.md.
         max_decode_length (`int`, defaults to 128): default maximum generated length (written to the generation
             config).
         pad_token_id (`int`, defaults to 0), bos_token_id (`int`, defaults to 1), eos_token_id (`int`, defaults to
@@ -191,6 +197,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     sequential_semantics: bool = False
     memory_width: int = 64
     separate_target_lstm: bool = False
+    memory_push_bias: float | int | None = None
     lexicon_info: dict | None = None
     vocabulary_sha256: str | None = None
     max_decode_length: int = 128

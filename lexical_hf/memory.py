@@ -570,7 +570,8 @@ class MemoryInterface(nn.Module):
 
     steps the memory with (d_t, u_t, v_t) and returns ``(o_t, r_t)``. For the DeQue (E = 2) every projection but
     ``o`` has a top and a bottom half. The pop bias ``b_u`` starts at ``pop_bias`` = -1 (Appendix B of the paper:
-    it made training reliable on every seed tried); other weights have ``nn.Linear``'s default initialisation.
+    it made training reliable on every seed tried); the push bias ``b_d`` at ``push_bias`` if given; other weights
+    have ``nn.Linear``'s default initialisation.
 
     Args:
         hidden_size: H, the size of the controller output o'_t.
@@ -578,10 +579,11 @@ class MemoryInterface(nn.Module):
         kind: ``"stack"``, ``"queue"`` or ``"deque"``.
         output_size: O (default H).
         pop_bias: initial value of b_u.
+        push_bias: initial value of b_d (None: ``nn.Linear``'s initialisation, the paper's).
     """
 
     def __init__(self, hidden_size: int, memory_width: int, kind: MemoryKind, output_size: int | None = None,
-                 pop_bias: float = -1.0):
+                 pop_bias: float = -1.0, push_bias: float | None = None):
         super().__init__()
         self.kind = kind
         self.memory = neural_memory(kind, memory_width)
@@ -592,6 +594,8 @@ class MemoryInterface(nn.Module):
         self.output = nn.Linear(hidden_size, output_size or hidden_size)
         with torch.no_grad():
             self.pop.bias.fill_(pop_bias)
+            if push_bias is not None:
+                self.push.bias.fill_(push_bias)
 
     @property
     def read_size(self) -> int:

@@ -180,6 +180,28 @@ def test_save_and_load_through_the_auto_classes(toy_tokenizer, name, tmp_path):
 
 
 @pytest.mark.parametrize("name", MEMORY)
+def test_a_memory_push_bias_is_the_initial_push_bias_also_on_the_meta_device_and_after_loading(toy_tokenizer, name,
+                                                                                             tmp_path):
+    config = small_config(toy_tokenizer, **CONFIGS[name], lexical_mode="none", memory_push_bias=-1.5)
+    with torch.device("meta"):
+        model = LexicalSeq2SeqForConditionalGeneration(config)
+    model.to_empty(device="cpu")
+    model.init_weights()
+    ends = 2 if name == "deque_lstm" else 1
+    for built in (model, LexicalSeq2SeqForConditionalGeneration(config)):
+        assert torch.equal(built.model.recurrence.interface.push.bias, torch.full((ends,), -1.5))
+        assert torch.equal(built.model.recurrence.interface.pop.bias, torch.full((ends,), -1.0))
+    with torch.no_grad():
+        model.model.recurrence.interface.push.bias.fill_(0.25)  # trained weights are loaded, not re-initialised
+    model.save_pretrained(tmp_path)
+    loaded = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
+    assert loaded.config.memory_push_bias == -1.5
+    assert torch.equal(loaded.model.recurrence.interface.push.bias, torch.full((ends,), 0.25))
+    default = LexicalSeq2SeqForConditionalGeneration(small_config(toy_tokenizer, **CONFIGS[name], lexical_mode="none"))
+    assert len(set(default.model.recurrence.interface.push.bias.tolist())) == ends  # nn.Linear's random bias
+
+
+@pytest.mark.parametrize("name", MEMORY)
 def test_initialisation_gives_the_papers_pop_bias_and_a_zero_h0_also_on_the_meta_device(toy_tokenizer, name):
     config = small_config(toy_tokenizer, **CONFIGS[name], lexical_mode="none")
     with torch.device("meta"):
@@ -211,6 +233,11 @@ def test_memory_options_are_refused_for_other_backbones_and_other_options_for_th
     for backbone in ("lstm", "transformer", "syntactic_attention"):
         with pytest.raises(StrictDataclassClassValidationError, match="separate_target_lstm: .*LSTM options"):
             small_config(toy_tokenizer, backbone=backbone, separate_target_lstm=True, lexical_mode="none")
+    for backbone in ("lstm", "deep_lstm"):
+        with pytest.raises(StrictDataclassClassValidationError, match="memory_push_bias: .*-LSTM options"):
+            small_config(toy_tokenizer, backbone=backbone, memory_push_bias=-1.0, lexical_mode="none")
+    with pytest.raises(StrictDataclassClassValidationError, match="memory_push_bias must be a finite number"):
+        small_config(toy_tokenizer, backbone="deque_lstm", memory_push_bias=float("nan"), lexical_mode="none")
     with pytest.raises(StrictDataclassFieldValidationError, match="separate_target_lstm.*expected bool"):
         small_config(toy_tokenizer, backbone="stack_lstm", separate_target_lstm="yes", lexical_mode="none")
     with pytest.raises(StrictDataclassClassValidationError, match="memory_width must be >= 1"):

@@ -366,10 +366,10 @@ def test_the_separate_target_lstm_flag_reaches_the_saved_model(tmp_path):
     from lexical_hf.training import main
 
     main(["--benchmark", "transduction", "--benchmark_config", "reversal", "--backbone", "stack_lstm",
-          "--lexicon", "none", "--separate_target_lstm", "true",
+          "--lexicon", "none", "--separate_target_lstm", "true", "--memory_push_bias", "-1",
           "--benchmark_params", "train_lengths=[2,3],test_lengths=[4,5],train_size=20,eval_size=4",
           "--embedding_size", "8", "--hidden_size", "8", "--memory_width", "8", "--max_steps", "1", "--seeds", "0",
           "--disable_tqdm", "true", "--output_dir", str(tmp_path / "run")])
     model = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "run")
-    assert model.config.separate_target_lstm is True
+    assert model.config.separate_target_lstm is True and model.config.memory_push_bias == -1
     assert model.model.decoder.recurrence is model.model.target_recurrence is not model.model.recurrence

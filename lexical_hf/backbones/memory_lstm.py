@@ -11,7 +11,8 @@ Memory LSTMs (``backbone="stack_lstm" | "queue_lstm" | "deque_lstm"``; H = `hidd
 E = 1 ends for Stack/Queue, 2 for the DeQue; `lexical_hf.memory` holds the memories and their equations)::
 
     (h_t, c_t) = LSTM([emb(i_t); r_{t-1}], (h_{t-1}, c_{t-1}))      h_0 learned, c_0 = 0, r_0 = 0
-    d_t = σ(W_d h_t + b_d)    u_t = σ(W_u h_t + b_u)                 (B, E): push and pop; b_u starts at -1
+    d_t = σ(W_d h_t + b_d)    u_t = σ(W_u h_t + b_u)                 (B, E): push and pop; b_u starts at -1,
+                                                                     b_d at `memory_push_bias` if set
     v_t = tanh(W_v h_t + b_v)                                        (B, E, m): the pushed values
     r_t = memory(d_t, u_t, v_t)                                      (B, E·m): pop, push, then read
     o_t = tanh(W_o h_t + b_o)                                        (B, H): the output features
@@ -47,6 +48,7 @@ Shapes: B batch, S source length, T decoder positions, L layers, H `hidden_size`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import torch
@@ -89,12 +91,16 @@ class ConstantBiasLinear(nn.Linear):
 
 
 class ControllerInterface(MemoryInterface):
-    """`MemoryInterface` whose pop projection keeps b_u = `pop_bias` through the model's initialisation, with the
-    push, pop and value projections merged into one matrix for the step loop."""
+    """`MemoryInterface` whose pop projection keeps b_u = `pop_bias` (and, if given, the push projection b_d =
+    `push_bias`) through the model's initialisation, with the push, pop and value projections merged into one
+    matrix for the step loop."""
 
-    def __init__(self, hidden_size: int, memory_width: int, kind: str, pop_bias: float = -1.0):
-        super().__init__(hidden_size, memory_width, kind, pop_bias=pop_bias)
+    def __init__(self, hidden_size: int, memory_width: int, kind: str, pop_bias: float = -1.0,
+                 push_bias: float | None = None):
+        super().__init__(hidden_size, memory_width, kind, pop_bias=pop_bias, push_bias=push_bias)
         self.pop = ConstantBiasLinear(hidden_size, self.memory.num_ends, pop_bias)
+        if push_bias is not None:
+            self.push = ConstantBiasLinear(hidden_size, self.memory.num_ends, push_bias)
 
     def merged_controls(self) -> tuple[torch.Tensor, torch.Tensor]:
         """[W_d; W_u; W_v] (2E + E·m, H) and its bias: one matmul per step gives d_t, u_t and v_t."""
@@ -202,7 +208,8 @@ class JointRecurrence(nn.Module):
             self.interface = None
             return
         if shared_interface is None:
-            self.interface = ControllerInterface(config.hidden_size, config.memory_width, memory_kind)
+            self.interface = ControllerInterface(config.hidden_size, config.memory_width, memory_kind,
+                                                 push_bias=config.memory_push_bias)
             weights = ControllerWeights
         else:
             object.__setattr__(self, "interface", shared_interface)
@@ -394,6 +401,8 @@ class JointSequenceBackbone(Backbone):
             raise ValueError(f"num_layers must be >= 1 for backbone={config.backbone!r}, got {config.num_layers}")
         if cls.memory_kind is not None and config.memory_width < 1:
             raise ValueError(f"memory_width must be >= 1, got {config.memory_width}")
+        if config.memory_push_bias is not None and not math.isfinite(config.memory_push_bias):
+            raise ValueError(f"memory_push_bias must be a finite number or None, got {config.memory_push_bias}")
 
     def __init__(self, config):
         super().__init__()
@@ -418,7 +427,7 @@ class StackLSTM(JointSequenceBackbone):
     """An LSTM controller with a continuous stack (eq. 1-3 of the paper)."""
 
     display_name = "Stack-LSTM"
-    config_options = ("memory_width", "separate_target_lstm")
+    config_options = ("memory_width", "separate_target_lstm", "memory_push_bias")
     memory_kind = "stack"
 
 
@@ -426,7 +435,7 @@ class QueueLSTM(JointSequenceBackbone):
     """An LSTM controller with a continuous queue (eq. 4-5)."""
 
     display_name = "Queue-LSTM"
-    config_options = ("memory_width", "separate_target_lstm")
+    config_options = ("memory_width", "separate_target_lstm", "memory_push_bias")
     memory_kind = "queue"
 
 
@@ -434,5 +443,5 @@ class DequeLSTM(JointSequenceBackbone):
     """An LSTM controller with a continuous double-ended queue (eq. 6-11)."""
 
     display_name = "DeQue-LSTM"
-    config_options = ("memory_width", "separate_target_lstm")
+    config_options = ("memory_width", "separate_target_lstm", "memory_push_bias")
     memory_kind = "deque"
