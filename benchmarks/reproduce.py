@@ -774,6 +774,8 @@ def transduction_recipe(results: dict) -> str:
         parts.append(f"memory width {model['memory_width']}")
     if model.get("separate_target_lstm"):
         parts.append("a target-side LSTM of its own")
+    if model.get("memory_push_bias") is not None:
+        parts.append(f"push bias starting at {model['memory_push_bias']:g}")
     data = (f"{int(size.group(1)):,} training sequences" if size else "the builder's training sequences") + (
         f" of lengths {lengths.group(1)}–{lengths.group(2)}" if lengths else " of lengths 8–64")
     updates = f"{training['max_steps']:,} updates"

@@ -148,9 +148,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             the memory the source ended in; the memory interface stays one set of projections.
         memory_push_bias (`float`, *optional*): Stack-, Queue- and DeQue-LSTM only: the initial push bias b_d of
             every end. `None` (the default): `nn.Linear`'s initialisation, as the paper, which sets only the pop bias
-            (to -1), leaves it. A number: b_d starts there; -1 starts the pushes at the pops' σ(-1) ≈ 0.27. A read
-            end reaches the row below the newest one only where the pop exceeds the push (σ(0) = 0.5 > 0.27 at the
-            paper's initialisation), so no gradient leads a DeQue-LSTM to pop its way through a copy from there; see
+            (to -1), leaves it. A number: b_d starts there; -1 starts the pushes at the pops' σ(-1) ≈ 0.27. Below
+            a newly pushed row, a read reaches the next full-strength row only by the amount the pop exceeds the
+            push, max(0, u - d), which is 0 with no gradient at the paper's start (d ≈ σ(0) = 0.5 > u ≈ 0.27); see
             results/neural_memory.md.
         max_decode_length (`int`, defaults to 128): default maximum generated length (written to the generation
             config).

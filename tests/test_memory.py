@@ -263,6 +263,31 @@ def test_deque_by_hand():
     torch.testing.assert_close(read, torch.tensor([[0.3, 0.1, 0.6, 0, 0.2, 0.1, 0, 0.7]], dtype=F64))
 
 
+@pytest.mark.parametrize("pop, push, weight, gradient", [
+    (0.27, 0.50, 0.0, (0.0, 0.0)),  # the paper's initialisation: σ(-1) pops, σ(0) pushes
+    (0.27, 0.27, 0.0, (0.0, 0.0)),  # a tie: the left argument (0) of max(0, ·) wins
+    (0.27, 0.12, 0.15, (1.0, -1.0)),
+    (0.50, 0.27, 0.23, (1.0, -1.0)),
+])
+def test_the_deque_top_read_reaches_the_next_row_only_where_the_pop_exceeds_the_push(pop, push, weight, gradient):
+    # x1 above x2, both pushed at the bottom with strength 1 (a copy's source phase); then one step pops u and pushes
+    # d at the top. r^top weighs the new row d, x1 min(1 - u, 1 - d), x2 max(0, u - d): the next symbol of the copy
+    # enters the read, and its weight has a gradient, only where u > d.
+    deque = NeuralDeque(width=3)
+    state = deque.initial_state(1, capacity=3, dtype=F64)
+    x1, x2, new = torch.eye(3, dtype=F64)
+    zero = torch.zeros(3, dtype=F64)
+    for row in (x1, x2):
+        deque(state, torch.tensor([[0.0, 1.0]], dtype=F64), torch.zeros(1, 2, dtype=F64), torch.stack([zero, row])[None])
+    u, d = torch.tensor(pop, dtype=F64, requires_grad=True), torch.tensor(push, dtype=F64, requires_grad=True)
+    read = deque(state, torch.stack([d, d * 0])[None], torch.stack([u, u * 0])[None], torch.stack([new, zero])[None])
+    top = read[0, :3]  # weights of x1, x2 and the new row
+    expected = [min(1 - pop, 1 - push), max(0.0, pop - push), push]
+    torch.testing.assert_close(top, torch.tensor(expected, dtype=F64))
+    assert top[1].item() == pytest.approx(weight)
+    assert tuple(g.item() for g in torch.autograd.grad(top[1], (u, d))) == pytest.approx(gradient)
+
+
 def test_stack_tie_gradient_by_hand():
     # push 0.5 v1, then push 0.5 v2 (no pops). Read at t=2: w2 = min(0.5, 1) = 0.5 and
     # w1 = min(s1, max(0, 1 - s2)) = min(0.5, 0.5), a tie: all of its gradient goes to s1 = d1, none to s2 = d2.

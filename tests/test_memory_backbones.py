@@ -272,3 +272,28 @@ def test_seq2seq_trainer_learns_to_copy_short_sequences(tmp_path):
         predictions = tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True)
     accuracy = np.mean([p == s for p, s in zip(predictions, held_out)])
     assert accuracy >= 0.9, list(zip(predictions, held_out))
+
+
+def test_the_controls_probe_forces_the_deque_copy_algorithm_and_reports_the_free_phase():
+    """benchmarks/memory_controls.py: with the source phase forced, the memory after the source holds every symbol
+    at the bottom with strength 1 (the DeQue's copy algorithm), and the target phase's own signals are recorded."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "memory_controls.py"
+    spec = importlib.util.spec_from_file_location("memory_controls", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    args = probe.parse_args(["--force", "source", "--hidden", "8", "--width", "4"])
+    tokenizer, model = probe.build(args)
+    seen = probe.attach_controls(model, args)
+    pair = next(probe.stream_pairs("copy", (5, 5)))
+    batch = tokenizer([pair["source"]], text_target=[pair["target"]], return_tensors="pt")
+    with torch.no_grad():
+        encoded = model.get_encoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        model(**batch)
+    steps = batch["input_ids"].shape[1]  # the source tokens and </s>, each pushed at the bottom only: bottom first,
+    expected = torch.cat([torch.ones(steps), torch.zeros(steps)])  # their rows, then the top's zero-strength ones
+    torch.testing.assert_close(encoded.memory_strengths[0], expected)
+    assert seen["source"] == [] and len(seen["target"]) == batch["labels"].shape[1]  # <s> y_1 … y_m: m + 1 steps
+    assert "target: push top" in probe.mean_controls(seen, ends=2) and seen["target"] == []

@@ -359,6 +359,7 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + 20  # header + 5 tasks × 4 models
     recipe = next(line for line in section.splitlines() if line.startswith("Recipe of the rows run"))
     assert "1 × 64 LSTM" in recipe and "memory width 64" in recipe and "target-side LSTM of its own" in recipe
+    assert "push bias" not in recipe  # nn.Linear's initialisation, the paper's: nothing to say
     assert "rmsprop at learning rate 0.001, batch 50" in recipe and "100,000 training sequences of lengths 8–64" in recipe
     assert "## Transduction" not in text[:text.index("## Transduction with unbounded memory")]  # no Table 2 section
     # a row trained to convergence: each seed's updates in the time cell, the stop in the recipe, and no
@@ -393,6 +394,12 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
     row = next(line for line in section.splitlines() if line.startswith("| SVO→SOV | Queue-LSTM |"))
     assert "| [1.00 / 1.00](transduction/svo-sov/queue-lstm.json) | 1.00 / 1.00 | 0.88 / 0.99 | 1.00 / 1.00 | 0.88 | 1 |" in row
+    # a row run with a push bias of its own says so in its recipe
+    biased = transduction_results([0.0])
+    biased["model"].update(backbone="deque_lstm", memory_push_bias=-1.0)
+    (tmp_path / "transduction" / "copy" / "deque-lstm.json").write_text(json.dumps(biased))
+    section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
+    assert "deque_lstm: 1 × 64 LSTM, embeddings 64, memory width 64, a target-side LSTM of its own, push bias starting at -1;" in section
 
 
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):
