@@ -40,6 +40,7 @@ def parse_args(argv=None):
     parser.add_argument("--force", default="none", choices=["none", "source", "target", "both"])
     parser.add_argument("--schedule", default="8,16:3000", help="training stages, lengths:updates;…")
     parser.add_argument("--push_bias", type=float, default=None, help="memory_push_bias (default: nn.Linear's)")
+    parser.add_argument("--pop_bias", type=float, default=-1.0, help="the initial pop bias (the paper's: -1)")
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--batch", type=int, default=50)
@@ -65,7 +66,10 @@ def build(args):
         backbone=args.backbone, num_layers=1, embedding_size=64, hidden_size=args.hidden, memory_width=args.width,
         dropout=0.0, lexical_mode="none", max_decode_length=140, separate_target_lstm=not args.joint,
         memory_push_bias=args.push_bias)
-    return tokenizer, LexicalSeq2SeqForConditionalGeneration(config)
+    model = LexicalSeq2SeqForConditionalGeneration(config)
+    with torch.no_grad():
+        model.model.recurrence.interface.pop.bias.fill_(args.pop_bias)
+    return tokenizer, model
 
 
 def attach_controls(model, args) -> dict:
