@@ -38,6 +38,8 @@ def parse_args(argv=None):
     parser.add_argument("--task", default="copy", choices=["copy", "reversal", "bigram_flip"])
     parser.add_argument("--backbone", default="deque_lstm", choices=["stack_lstm", "queue_lstm", "deque_lstm"])
     parser.add_argument("--force", default="none", choices=["none", "source", "target", "both"])
+    parser.add_argument("--force_target_end", choices=["top", "bottom"],
+                        help="DeQue: also force this one end's signals in the target phase, the other end free")
     parser.add_argument("--schedule", default="8,16:3000", help="training stages, lengths:updates;…")
     parser.add_argument("--push_bias", type=float, default=None, help="memory_push_bias (default: nn.Linear's)")
     parser.add_argument("--pop_bias", type=float, default=-1.0, help="the initial pop bias (the paper's: -1)")
@@ -82,6 +84,11 @@ def attach_controls(model, args) -> dict:
     if forced and algorithm is None:
         raise SystemExit(f"no algorithm to force for {args.backbone} on {args.task}: {sorted(ALGORITHMS)}")
 
+    one_end = None if args.force_target_end is None else {"top": 0, "bottom": 1}[args.force_target_end]
+    if one_end is not None and (args.backbone != "deque_lstm" or "target" in forced):
+        raise SystemExit("--force_target_end: a DeQue-LSTM whose target phase is not forced whole")
+    algorithm = algorithm or ALGORITHMS.get((args.backbone, args.task))
+
     def hook(memory, inputs, kwargs):
         state, push, pop, value = inputs
         if phase["now"] in forced:
@@ -90,8 +97,12 @@ def attach_controls(model, args) -> dict:
             push = torch.tensor(push_value).expand(batch, -1).reshape(push.shape)  # (B, E) or (B,)
             pop = torch.tensor(pop_value).expand(batch, -1).reshape(pop.shape)
             return (state, push, pop, value), kwargs
+        if one_end is not None and phase["now"] == "target":  # (B, 2): one end forced, the other the controller's
+            push_value, pop_value = algorithm["target"]
+            push, pop = push.clone(), pop.clone()
+            push[:, one_end], pop[:, one_end] = push_value[one_end], pop_value[one_end]
         seen[phase["now"]].append(torch.cat([push.reshape(len(push), -1), pop.reshape(len(pop), -1)], 1).mean(0))
-        return None
+        return None if one_end is None or phase["now"] != "target" else ((state, push, pop, value), kwargs)
 
     backbone.recurrence.interface.memory.register_forward_pre_hook(hook, with_kwargs=True)
     return seen
