@@ -6,6 +6,7 @@ values, and print the training loss and the controller's own mean signals per ph
     python benchmarks/memory_controls.py --task copy --backbone deque_lstm --force none
     python benchmarks/memory_controls.py --task copy --backbone deque_lstm --force source --steps 2000
     python benchmarks/memory_controls.py --task copy --backbone deque_lstm --push_bias -1 --schedule 8,64:4000
+    python benchmarks/memory_controls.py --force source --force_target_end bottom   # the DeQue's top end alone free
 
 `--force` uses the algorithm of `ALGORITHMS` for the backbone and task (the DeQue's copy: push at the bottom while
 reading the source, pop the top while writing the target); forced signals hold in training and in decoding. The

@@ -297,3 +297,11 @@ def test_the_controls_probe_forces_the_deque_copy_algorithm_and_reports_the_free
     torch.testing.assert_close(encoded.memory_strengths[0], expected)
     assert seen["source"] == [] and len(seen["target"]) == batch["labels"].shape[1]  # <s> y_1 … y_m: m + 1 steps
     assert "target: push top" in probe.mean_controls(seen, ends=2) and seen["target"] == []
+    # one end held in the target phase too: the bottom's signals are the algorithm's (0), the top's the controller's
+    args = probe.parse_args(["--force", "source", "--force_target_end", "bottom", "--hidden", "8", "--width", "4"])
+    tokenizer, model = probe.build(args)
+    seen = probe.attach_controls(model, args)
+    with torch.no_grad():
+        model(**batch)
+    push_top, push_bottom, pop_top, pop_bottom = torch.stack(seen["target"]).mean(0).tolist()
+    assert push_bottom == pop_bottom == 0.0 and 0.0 < push_top < 1.0 and 0.0 < pop_top < 1.0
