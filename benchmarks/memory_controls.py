@@ -4,7 +4,7 @@ pairs with the push and pop signals of the source phase, the target phase, both 
 values, and print the training loss and the controller's own mean signals per phase as it learns.
 
     python benchmarks/memory_controls.py --task copy --backbone deque_lstm --force none
-    python benchmarks/memory_controls.py --task copy --backbone deque_lstm --force source --steps 2000
+    python benchmarks/memory_controls.py --task copy --backbone deque_lstm --force source --schedule 8,16:2000
     python benchmarks/memory_controls.py --task copy --backbone deque_lstm --push_bias -1 --schedule 8,64:4000
     python benchmarks/memory_controls.py --force source --force_target_end bottom   # the DeQue's top end alone free
 
