@@ -114,6 +114,8 @@ class ExperimentArguments:
     parallel_seeds: int = field(default=1, metadata={"help": "train this many seeds at once, one CPU process each (not under accelerate launch)"})
     max_train_minutes: float | None = field(default=None, metadata={"help": "stop each seed's training after this many minutes of wall-clock time (a lent machine's time limit); the weights reached are evaluated (and saved, as a selection candidate), and metrics.json records the updates done. A seed stopped early is a reduced run: say so"})
     stop_at_train_loss: float | None = field(default=None, metadata={"help": "end each seed's training once a logged training loss (the mean over the last --logging_steps updates) is at most this value: training to convergence, with max_steps as the cap; the weights reached are evaluated, and metrics.json records the updates done"})
+    curriculum_max_source_length: int | None = field(default=None, metadata={"help": "a length curriculum, short sequences first: for the first --curriculum_steps updates, train only on the training examples whose source has at most this many symbols (special tokens not counted), then on all of them"})
+    curriculum_steps: int | None = field(default=None, metadata={"help": "updates of the length curriculum (with --curriculum_max_source_length)"})
     monitor_splits: str | None = field(default=None, metadata={"help": "comma-separated splits (e.g. test) decoded as the test evaluation does every --monitor_steps updates and after the last; their metrics go to the log history (trainer_state.json) as <split>_exact_match, <split>_token_accuracy, …. Monitoring only: selection never reads it"})
     monitor_steps: int | None = field(default=None, metadata={"help": "updates between --monitor_splits decodings (default: a tenth of max_steps)"})
     cuda_graphs: bool = field(default=False, metadata={"help": "train with the model's loss captured into CUDA graphs, one per padded batch shape (batches padded to multiples of 16): no kernel launches and no host synchronisation in the forward and backward; CUDA, the LSTM backbone and --gradient_accumulation_steps 1 only, not with --torch_compile. The same recipe; other float rounding and dropout draws than the default step"})
@@ -249,6 +251,7 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
     if experiment_args.stop_at_train_loss is not None and not (math.isfinite(experiment_args.stop_at_train_loss)
                                                                and experiment_args.stop_at_train_loss > 0):
         raise ValueError(f"--stop_at_train_loss must be a positive number, got {experiment_args.stop_at_train_loss}")
+    check_curriculum(data_args, experiment_args, training_args)
     if experiment_args.cuda_graphs:
         if training_args.torch_compile:
             raise ValueError("--cuda_graphs and --torch_compile are two ways to the same end: give one")
@@ -292,6 +295,25 @@ def check_arguments(data_args, lexicon_args, model_args, experiment_args, traini
 
         if not Path(experiment_args.model_card_template).is_file():  # not after training
             raise FileNotFoundError(f"--model_card_template {experiment_args.model_card_template} not found")
+
+
+def check_curriculum(data_args, experiment_args, training_args) -> None:
+    """Refuse a length curriculum that is half given, empty, the whole run, or combined with another sampler."""
+    length, steps = experiment_args.curriculum_max_source_length, experiment_args.curriculum_steps
+    if length is None and steps is None:
+        return
+    if length is None or steps is None:
+        raise ValueError("a length curriculum needs both --curriculum_max_source_length and --curriculum_steps")
+    if length < 1 or steps < 1:
+        raise ValueError(f"--curriculum_max_source_length ({length}) and --curriculum_steps ({steps}) must be positive")
+    if training_args.max_steps > 0 and steps >= training_args.max_steps:
+        raise ValueError(f"--curriculum_steps {steps} covers the whole run (--max_steps {training_args.max_steps}): "
+                         "to train on short sequences only, shorten the data instead (e.g. --benchmark_params)")
+    if training_args.train_sampling_strategy == "group_by_length":
+        raise ValueError("the length curriculum orders the training examples itself: it does not go with "
+                         "--train_sampling_strategy group_by_length")
+    if data_args.augment:
+        raise ValueError("the length curriculum does not go with --augment (the augmented pairs are drawn per example)")
 
 
 def effective_batch_warning(training_args) -> str | None:

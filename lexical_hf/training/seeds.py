@@ -73,9 +73,26 @@ def seed_settings(args, lexicon) -> dict:
         "group_by_target_length": experiment_args.group_by_target_length,
         "max_train_minutes": experiment_args.max_train_minutes,
         "stop_at_train_loss": experiment_args.stop_at_train_loss,
+        "curriculum": curriculum(experiment_args),
         "augmentation": augmentation_settings(data_args),
     }
     return json.loads(json.dumps(settings, default=str))
+
+
+def curriculum(experiment_args) -> dict | None:
+    """The length curriculum of the run, or None: ``{"max_source_length": N, "updates": K}``."""
+    if experiment_args.curriculum_max_source_length is None:
+        return None
+    return {"max_source_length": experiment_args.curriculum_max_source_length,
+            "updates": experiment_args.curriculum_steps}
+
+
+def first_loss_read(experiment_args, training_args) -> int:
+    """The first update whose logged training loss `--stop_at_train_loss` reads: 0, or with a length curriculum the
+    first whose window of `logging_steps` updates lies wholly after it."""
+    if experiment_args.curriculum_max_source_length is None:
+        return 0
+    return experiment_args.curriculum_steps + training_args.logging_steps
 
 
 def check_seed_settings(seed_dir: Path, settings: dict) -> None:
@@ -149,6 +166,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     bucketed = seed_args.torch_compile or experiment_args.cuda_graphs  # one trace or capture per padded shape
     trainer = LexicalSeq2SeqTrainer(
         group_by_target_length=experiment_args.group_by_target_length, cuda_graphs=experiment_args.cuda_graphs,
+        short_first=(experiment_args.curriculum_max_source_length, experiment_args.curriculum_steps)
+        if experiment_args.curriculum_max_source_length is not None else None,
         model=model, args=seed_args, train_dataset=train,
         eval_dataset=tokenized["validation"] if has_validation else None,
         data_collator=CheckedDataCollator(tokenizer, model=model,
@@ -162,7 +181,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         trainer.add_callback(time_limit)
     loss_stop = None
     if experiment_args.stop_at_train_loss is not None:
-        loss_stop = TrainingLossStop(experiment_args.stop_at_train_loss)
+        loss_stop = TrainingLossStop(experiment_args.stop_at_train_loss,
+                                     not_before=first_loss_read(experiment_args, seed_args))
         trainer.add_callback(loss_stop)
     if experiment_args.monitor_splits:  # after the limits above: a seed they stop is decoded at its last update
         trainer.add_callback(split_monitor(experiment_args, seed_args, raw, tokenizer))
@@ -171,7 +191,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     clock = TrainingClock(seed_dir, seconds_before or 0.0)
     trainer.add_callback(clock)
     trainer.add_callback(CheckpointDigests())
-    finished = resume is not None and finished_training(resume, seed_args, experiment_args.stop_at_train_loss)
+    finished = resume is not None and finished_training(resume, seed_args, experiment_args.stop_at_train_loss,
+                                                        not_before=first_loss_read(experiment_args, seed_args))
     if finished:
         # killed after its last update (e.g. while decoding the test split): the Trainer would train one update
         # more; the end of training is restored instead (the best checkpoint's weights when selecting on validation)
@@ -225,13 +246,14 @@ def split_monitor(experiment_args, seed_args, raw, tokenizer) -> SplitMonitor:
                         interval, seed_args.per_device_eval_batch_size, seed_args.generation_num_beams or 1)
 
 
-def finished_training(checkpoint: str, seed_args, stop_at_train_loss: float | None = None) -> bool:
+def finished_training(checkpoint: str, seed_args, stop_at_train_loss: float | None = None, not_before: int = 0) -> bool:
     """Whether the checkpoint was saved at the run's last update: max_steps reached, or (with `stop_at_train_loss`)
-    its last logged training loss at or below that value."""
+    its last logged training loss at or below that value, logged at update `not_before` or later."""
     state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
     if seed_args.max_steps > 0 and state.get("global_step", 0) >= seed_args.max_steps:
         return True
-    losses = [entry["loss"] for entry in state.get("log_history", []) if "loss" in entry]
+    losses = [entry["loss"] for entry in state.get("log_history", [])
+              if "loss" in entry and entry.get("step", 0) >= not_before]
     return stop_at_train_loss is not None and bool(losses) and losses[-1] <= stop_at_train_loss
 
 

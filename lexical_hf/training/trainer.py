@@ -43,6 +43,45 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
 
 
+class ShortFirstSampler(torch.utils.data.Sampler):
+    """A length curriculum: the first `short_samples` examples of training (counted over epochs) are drawn from
+    `short_indices` only, in seeded permutations of them, repeated as often as needed; the rest of the training draws
+    from the whole set in a seeded random order per epoch, as the stock random sampler does.
+
+    Every epoch has `num_examples` positions, so the Trainer's epoch arithmetic and a mid-epoch resume work as usual;
+    an epoch's order depends only on (seed, epoch), as in `EpochSeededLengthGroupedSampler`. In the epochs the
+    curriculum covers, the whole-set order fills the positions after it."""
+
+    def __init__(self, num_examples: int, short_indices: list[int], short_samples: int, seed: int):
+        if not short_indices:
+            raise ValueError("the length curriculum found no training example short enough")
+        self.num_examples, self.short_samples, self.seed, self.epoch = num_examples, short_samples, seed, 0
+        self.short_indices = torch.as_tensor(short_indices, dtype=torch.long)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.num_examples
+
+    def _generator(self, *key: int) -> torch.Generator:
+        state = int(np.random.SeedSequence([self.seed, *key]).generate_state(1, dtype=np.uint64)[0] >> 1)
+        return torch.Generator().manual_seed(state)
+
+    def __iter__(self):
+        start = self.epoch * self.num_examples  # the first position of this epoch, counted from the first update
+        short = max(0, min(self.short_samples - start, self.num_examples))  # curriculum positions in this epoch
+        order = torch.randperm(self.num_examples, generator=self._generator(0, self.epoch))
+        if short:
+            count = len(self.short_indices)
+            first, last = start // count, (start + short - 1) // count  # the permutations of the short set needed
+            cycles = torch.cat([self.short_indices[torch.randperm(count, generator=self._generator(1, cycle))]
+                                for cycle in range(first, last + 1)])
+            offset = start - first * count
+            order = torch.cat([cycles[offset:offset + short], order[short:]])
+        return iter(order.tolist())
+
+
 class TrainingLoss(nn.Module):
     """`model(...).loss` of a training batch, run on the backbone's static path, as a module of tensors only: what
     `torch.cuda.make_graphed_callables` captures. It shares the model's parameters."""
@@ -101,9 +140,11 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
     price of batches of one target length (docs/ARCHITECTURE.md says what that did to SCAN jump).
     """
 
-    def __init__(self, *args, group_by_target_length: bool = False, cuda_graphs: bool = False, **kwargs):
+    def __init__(self, *args, group_by_target_length: bool = False, cuda_graphs: bool = False,
+                 short_first: tuple[int, int] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.group_by_target_length = group_by_target_length
+        self.short_first = short_first
         self.graphed_loss = None
         if cuda_graphs:
             if self.accelerator.num_processes > 1 or self.compute_loss_func is not None:
@@ -136,6 +177,8 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = self.train_dataset if train_dataset is None else train_dataset
+        if self.short_first is not None:
+            return self._short_first_sampler(train_dataset)
         if self.args.train_sampling_strategy != "group_by_length" or not isinstance(train_dataset, datasets.Dataset):
             return super()._get_train_sampler(train_dataset)
         sources = train_dataset["input_ids"]
@@ -145,6 +188,19 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
             lengths = [len(source) for source in sources]
         return EpochSeededLengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps,
                                                lengths, seed=self.args.seed)
+
+    def _short_first_sampler(self, train_dataset) -> ShortFirstSampler:
+        """`ShortFirstSampler` over the examples whose source has at most `short_first[0]` symbols (special tokens
+        not counted), for the first `short_first[1]` updates of every process together."""
+        max_length, updates = self.short_first
+        special = set(self.processing_class.all_special_ids)
+        short = [index for index, source in enumerate(train_dataset["input_ids"])
+                 if sum(token not in special for token in source) <= max_length]
+        if not short:
+            raise ValueError(f"the length curriculum trains first on sources of at most {max_length} symbols: the "
+                             "training set has none")
+        samples_per_update = self.args.train_batch_size * self.args.gradient_accumulation_steps * self.args.world_size
+        return ShortFirstSampler(len(train_dataset), short, updates * samples_per_update, seed=self.args.seed)
 
 
 class WallClockLimit(TrainerCallback):
@@ -203,13 +259,15 @@ def end_training_here(args, control) -> None:
 class TrainingLossStop(TrainerCallback):
     """Ends training at the first logged training loss (the mean over the last `logging_steps` updates) at or below
     `loss`: training to convergence, `max_steps` being the cap. Like `WallClockLimit`, the update that ends training
-    is evaluated and saved when the run evaluates. `stopped` says whether the loss ended training."""
+    is evaluated and saved when the run evaluates. `stopped` says whether the loss ended training. Losses logged
+    before update `not_before` are not read (a length curriculum's: the loss on short sequences says nothing of the
+    rest)."""
 
-    def __init__(self, loss: float):
-        self.loss, self.stopped = loss, False
+    def __init__(self, loss: float, not_before: int = 0):
+        self.loss, self.not_before, self.stopped = loss, not_before, False
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.global_step < state.max_steps and (logs or {}).get("loss", float("inf")) <= self.loss:
+        if self.not_before <= state.global_step < state.max_steps and (logs or {}).get("loss", float("inf")) <= self.loss:
             self.stopped = True
             end_training_here(args, control)
         return control
