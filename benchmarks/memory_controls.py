@@ -7,6 +7,7 @@ values, and print the training loss and the controller's own mean signals per ph
     python benchmarks/memory_controls.py --task copy --backbone deque_lstm --force source --schedule 8,16:2000
     python benchmarks/memory_controls.py --task copy --backbone deque_lstm --push_bias -1 --schedule 8,64:4000
     python benchmarks/memory_controls.py --force source --force_target_end bottom   # the DeQue's top end alone free
+    python benchmarks/memory_controls.py --bottom_push_bias -3    # the DeQue starts out as a queue: few bottom pushes
 
 `--force` uses the algorithm of `ALGORITHMS` for the backbone and task (the DeQue's copy: push at the bottom while
 reading the source, pop the top while writing the target); forced signals hold in training and in decoding. The
@@ -44,6 +45,8 @@ def parse_args(argv=None):
     parser.add_argument("--schedule", default="8,16:3000", help="training stages, lengths:updates;…")
     parser.add_argument("--push_bias", type=float, default=None, help="memory_push_bias (default: nn.Linear's)")
     parser.add_argument("--pop_bias", type=float, default=-1.0, help="the initial pop bias (the paper's: -1)")
+    parser.add_argument("--bottom_push_bias", type=float, default=None,
+                        help="memory_bottom_push_bias: the DeQue's bottom end alone (default: as the top's)")
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--batch", type=int, default=50)
@@ -68,7 +71,7 @@ def build(args):
         source_vocab_size=tokenizer.source_vocab_size, target_vocab_size=tokenizer.target_vocab_size,
         backbone=args.backbone, num_layers=1, embedding_size=64, hidden_size=args.hidden, memory_width=args.width,
         dropout=0.0, lexical_mode="none", max_decode_length=140, separate_target_lstm=not args.joint,
-        memory_push_bias=args.push_bias)
+        memory_push_bias=args.push_bias, memory_bottom_push_bias=args.bottom_push_bias)
     model = LexicalSeq2SeqForConditionalGeneration(config)
     with torch.no_grad():
         model.model.recurrence.interface.pop.bias.fill_(args.pop_bias)

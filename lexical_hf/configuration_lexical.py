@@ -147,11 +147,15 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             target steps run LSTM weights of their own (an encoder and a decoder LSTM), continuing the state and
             the memory the source ended in; the memory interface stays one set of projections.
         memory_push_bias (`float`, *optional*): Stack-, Queue- and DeQue-LSTM only: the initial push bias b_d of
-            every end. `None` (the default): `nn.Linear`'s initialisation, as the paper, which sets only the pop bias
+            every end (the DeQue's bottom end: see `memory_bottom_push_bias`). `None` (the default): `nn.Linear`'s initialisation, as the paper, which sets only the pop bias
             (to -1), leaves it. A number: b_d starts there; -1 starts the pushes at the pops' σ(-1) ≈ 0.27. Below
             a newly pushed row, a read reaches the next full-strength row only by the amount the pop exceeds the
             push, max(0, u - d), which is 0 with no gradient at the paper's start (d ≈ σ(0) = 0.5 > u ≈ 0.27); see
             results/neural_memory.md.
+        memory_bottom_push_bias (`float`, *optional*): DeQue-LSTM only: the initial push bias of the bottom end
+            alone; the top end's follows `memory_push_bias`. `None` (the default): as the top end's. A low value,
+            e.g. -3 (σ ≈ 0.05), starts the DeQue out as a queue, pushing at the top and reading the oldest rows at
+            the bottom, where pushes on the read end would otherwise hide the next row (see `memory_push_bias`).
         max_decode_length (`int`, defaults to 128): default maximum generated length (written to the generation
             config).
         pad_token_id (`int`, defaults to 0), bos_token_id (`int`, defaults to 1), eos_token_id (`int`, defaults to
@@ -198,6 +202,7 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
     memory_width: int = 64
     separate_target_lstm: bool = False
     memory_push_bias: float | int | None = None
+    memory_bottom_push_bias: float | int | None = None
     lexicon_info: dict | None = None
     vocabulary_sha256: str | None = None
     max_decode_length: int = 128

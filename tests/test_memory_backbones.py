@@ -201,6 +201,32 @@ def test_a_memory_push_bias_is_the_initial_push_bias_also_on_the_meta_device_and
     assert len(set(default.model.recurrence.interface.push.bias.tolist())) == ends  # nn.Linear's random bias
 
 
+@pytest.mark.parametrize("top", [None, -1.0])
+def test_the_deques_bottom_push_bias_starts_the_bottom_end_alone_also_on_the_meta_device(toy_tokenizer, top, tmp_path):
+    config = small_config(toy_tokenizer, **CONFIGS["deque_lstm"], lexical_mode="none", memory_push_bias=top,
+                          memory_bottom_push_bias=-3.0)
+    with torch.device("meta"):
+        model = LexicalSeq2SeqForConditionalGeneration(config)
+    model.to_empty(device="cpu")
+    model.init_weights()
+    for seed, built in enumerate((model, LexicalSeq2SeqForConditionalGeneration(config))):
+        bias = built.model.recurrence.interface.push.bias  # ends: top, bottom
+        assert bias[1].item() == -3.0
+        if top is None:  # the top end keeps nn.Linear's random start, within ±1/sqrt(H)
+            assert abs(bias[0].item()) <= config.hidden_size ** -0.5
+        else:
+            assert bias[0].item() == top
+    model.save_pretrained(tmp_path)
+    loaded = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path)
+    assert loaded.config.memory_bottom_push_bias == -3.0
+    assert torch.equal(loaded.model.recurrence.interface.push.bias, model.model.recurrence.interface.push.bias)
+    for backbone in ("stack_lstm", "queue_lstm"):  # one end: no bottom to start apart
+        with pytest.raises(StrictDataclassClassValidationError, match="memory_bottom_push_bias: .*DeQue-LSTM options"):
+            small_config(toy_tokenizer, backbone=backbone, memory_bottom_push_bias=-3.0, lexical_mode="none")
+    with pytest.raises(StrictDataclassClassValidationError, match="memory_bottom_push_bias must be a finite number"):
+        small_config(toy_tokenizer, backbone="deque_lstm", memory_bottom_push_bias=float("inf"), lexical_mode="none")
+
+
 @pytest.mark.parametrize("name", MEMORY)
 def test_initialisation_gives_the_papers_pop_bias_and_a_zero_h0_also_on_the_meta_device(toy_tokenizer, name):
     config = small_config(toy_tokenizer, **CONFIGS[name], lexical_mode="none")

@@ -400,17 +400,19 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     (tmp_path / "transduction" / "copy" / "deque-lstm.json").write_text(json.dumps(biased))
     section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
     assert "deque_lstm: 1 × 64 LSTM, embeddings 64, memory width 64, a target-side LSTM of its own, push bias starting at -1;" in section
-    # a row with a recipe of its own (short sequences first) is a line of its own beside the paper's cell it answers
-    short_first = transduction_results([0.87])
-    short_first["model"].update(backbone="deque_lstm", memory_push_bias=-1.0)
-    short_first["settings"]["curriculum"] = {"max_source_length": 16, "updates": 3000}
-    (tmp_path / "transduction" / "copy" / "deque-lstm-short-first.json").write_text(json.dumps(short_first))
+    # a row with a recipe of its own is a line of its own beside the paper's cell it answers, only where it was run
+    variant = transduction_results([0.87])
+    variant["model"].update(backbone="deque_lstm", memory_bottom_push_bias=-3.0)
+    variant["settings"]["curriculum"] = {"max_source_length": 16, "updates": 3000}
+    (tmp_path / "transduction" / "copy" / "deque-lstm-queue-start.json").write_text(json.dumps(variant))
     section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
-    row = next(line for line in section.splitlines() if line.startswith("| copy | DeQue-LSTM, short sequences first |"))
-    assert "(transduction/copy/deque-lstm-short-first.json) | 1.00 / 1.00 | 0.87 / 0.99 | 1.00 / 1.00 | 0.87 | 1 |" in row
+    row = next(line for line in section.splitlines()
+               if line.startswith("| copy | DeQue-LSTM, bottom pushes started small |"))
+    assert "(transduction/copy/deque-lstm-queue-start.json) | 1.00 / 1.00 | 0.87 / 0.99 | 1.00 / 1.00 | 0.87 | 1 |" in row
+    assert "a target-side LSTM of its own, bottom push bias starting at -3;" in section
     assert ("100,000 training sequences of lengths 8–64, the first 3,000 updates drawn from those of at most 16 "
             "symbols") in section
-    assert not any(line.startswith("| reversal | DeQue-LSTM, short") for line in section.splitlines())
+    assert not any(line.startswith("| reversal | DeQue-LSTM, bottom") for line in section.splitlines())
 
 
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):

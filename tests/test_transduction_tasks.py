@@ -362,6 +362,18 @@ def test_the_cpu_preset_is_the_recipe_that_learned_reversal(backbone):
     assert paper["stop_at_train_loss"] == 0.001 and paper["max_steps"] == 100000
 
 
+def test_the_bottom_push_bias_flag_reaches_the_saved_deque(tmp_path):
+    from lexical_hf.training import main
+
+    main(["--benchmark", "transduction", "--benchmark_config", "copy", "--backbone", "deque_lstm",
+          "--lexicon", "none", "--memory_bottom_push_bias", "-3",
+          "--benchmark_params", "train_lengths=[2,3],test_lengths=[4,5],train_size=20,eval_size=4",
+          "--embedding_size", "8", "--hidden_size", "8", "--memory_width", "8", "--max_steps", "1", "--seeds", "0",
+          "--disable_tqdm", "true", "--output_dir", str(tmp_path / "run")])
+    model = LexicalSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "run")
+    assert model.config.memory_bottom_push_bias == -3 and model.config.memory_push_bias is None
+
+
 def test_the_separate_target_lstm_flag_reaches_the_saved_model(tmp_path):
     from lexical_hf.training import main
 

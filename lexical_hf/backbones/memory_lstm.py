@@ -13,6 +13,8 @@ E = 1 ends for Stack/Queue, 2 for the DeQue; `lexical_hf.memory` holds the memor
     (h_t, c_t) = LSTM([emb(i_t); r_{t-1}], (h_{t-1}, c_{t-1}))      h_0 learned, c_0 = 0, r_0 = 0
     d_t = σ(W_d h_t + b_d)    u_t = σ(W_u h_t + b_u)                 (B, E): push and pop; b_u starts at -1,
                                                                      b_d at `memory_push_bias` if set
+                                                                     (the DeQue's bottom end: at
+                                                                     `memory_bottom_push_bias` if set)
     v_t = tanh(W_v h_t + b_v)                                        (B, E, m): the pushed values
     r_t = memory(d_t, u_t, v_t)                                      (B, E·m): pop, push, then read
     o_t = tanh(W_o h_t + b_o)                                        (B, H): the output features
@@ -49,6 +51,7 @@ Shapes: B batch, S source length, T decoder positions, L layers, H `hidden_size`
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -78,16 +81,23 @@ class ControllerWeights(LSTMWeights):
 
 
 class ConstantBiasLinear(nn.Linear):
-    """`nn.Linear` whose bias starts at a constant (the pop bias b_u = -1 of the paper's Appendix B), also when the
-    model's initialisation resets it (`nn.init`, so weights that `from_pretrained` loaded are left alone)."""
+    """`nn.Linear` whose bias starts at a constant (the pop bias b_u = -1 of the paper's Appendix B), or at one
+    constant per output where `bias_value` is a sequence (None: that output keeps `nn.Linear`'s random start), also
+    when the model's initialisation resets it (`nn.init`, so weights that `from_pretrained` loaded are left alone)."""
 
-    def __init__(self, in_features: int, out_features: int, bias_value: float):
+    def __init__(self, in_features: int, out_features: int, bias_value: float | Sequence[float | None]):
         self.bias_value = bias_value
         super().__init__(in_features, out_features)
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        nn.init.constant_(self.bias, self.bias_value)
+        if not isinstance(self.bias_value, Sequence):
+            nn.init.constant_(self.bias, self.bias_value)
+            return
+        with torch.no_grad():
+            for index, value in enumerate(self.bias_value):
+                if value is not None:
+                    self.bias[index] = value
 
 
 class ControllerInterface(MemoryInterface):
@@ -96,10 +106,12 @@ class ControllerInterface(MemoryInterface):
     matrix for the step loop."""
 
     def __init__(self, hidden_size: int, memory_width: int, kind: str, pop_bias: float = -1.0,
-                 push_bias: float | None = None):
+                 push_bias: float | None = None, bottom_push_bias: float | None = None):
         super().__init__(hidden_size, memory_width, kind, pop_bias=pop_bias, push_bias=push_bias)
         self.pop = ConstantBiasLinear(hidden_size, self.memory.num_ends, pop_bias)
-        if push_bias is not None:
+        if bottom_push_bias is not None:  # the DeQue's ends: top, bottom
+            self.push = ConstantBiasLinear(hidden_size, self.memory.num_ends, (push_bias, bottom_push_bias))
+        elif push_bias is not None:
             self.push = ConstantBiasLinear(hidden_size, self.memory.num_ends, push_bias)
 
     def merged_controls(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -209,7 +221,8 @@ class JointRecurrence(nn.Module):
             return
         if shared_interface is None:
             self.interface = ControllerInterface(config.hidden_size, config.memory_width, memory_kind,
-                                                 push_bias=config.memory_push_bias)
+                                                 push_bias=config.memory_push_bias,
+                                                 bottom_push_bias=config.memory_bottom_push_bias)
             weights = ControllerWeights
         else:
             object.__setattr__(self, "interface", shared_interface)
@@ -401,8 +414,10 @@ class JointSequenceBackbone(Backbone):
             raise ValueError(f"num_layers must be >= 1 for backbone={config.backbone!r}, got {config.num_layers}")
         if cls.memory_kind is not None and config.memory_width < 1:
             raise ValueError(f"memory_width must be >= 1, got {config.memory_width}")
-        if config.memory_push_bias is not None and not math.isfinite(config.memory_push_bias):
-            raise ValueError(f"memory_push_bias must be a finite number or None, got {config.memory_push_bias}")
+        for name in ("memory_push_bias", "memory_bottom_push_bias"):
+            value = getattr(config, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number or None, got {value}")
 
     def __init__(self, config):
         super().__init__()
@@ -443,5 +458,5 @@ class DequeLSTM(JointSequenceBackbone):
     """An LSTM controller with a continuous double-ended queue (eq. 6-11)."""
 
     display_name = "DeQue-LSTM"
-    config_options = ("memory_width", "separate_target_lstm", "memory_push_bias")
+    config_options = ("memory_width", "separate_target_lstm", "memory_push_bias", "memory_bottom_push_bias")
     memory_kind = "deque"

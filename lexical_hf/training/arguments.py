@@ -92,6 +92,7 @@ class ModelArguments:
     memory_width: int | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm: width m of a memory row (paper: 256; cpu preset: 64)"})
     separate_target_lstm: bool | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm | deep_lstm: the target side runs LSTM weights of its own (false: the paper's one LSTM over source ||| target)"})
     memory_push_bias: float | None = field(default=None, metadata={"help": "stack_lstm | queue_lstm | deque_lstm: initial push bias of every end (default: nn.Linear's initialisation, the paper's; -1 starts pushes as small as pops)"})
+    memory_bottom_push_bias: float | None = field(default=None, metadata={"help": "deque_lstm: initial push bias of the bottom end alone (default: as the top end's; -3 starts the DeQue out as a queue)"})
 
 
 # ModelArguments whose None means "LexicalSeq2SeqConfig's default" (the presets fill in the rest)
@@ -99,7 +100,7 @@ OPTIONAL_MODEL_FIELDS = ("gate", "loss_normalization", "mixture_normalization", 
                          "combine_decoder_input", "attention_query_bias", "num_attention_heads", "ffn_size", "norm_first",
                          "position_encoding", "relative_attention_max_distance", "attention_source", "attention_dropout",
                          "syntax_encoder", "syntax_action", "sequential_semantics",
-                         "memory_width", "separate_target_lstm", "memory_push_bias")
+                         "memory_width", "separate_target_lstm", "memory_push_bias", "memory_bottom_push_bias")
 
 
 @dataclass
