@@ -147,8 +147,9 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
             target steps run LSTM weights of their own (an encoder and a decoder LSTM), continuing the state and
             the memory the source ended in; the memory interface stays one set of projections.
         memory_push_bias (`float`, *optional*): Stack-, Queue- and DeQue-LSTM only: the initial push bias b_d of
-            every end (the DeQue's bottom end: see `memory_bottom_push_bias`). `None` (the default): `nn.Linear`'s initialisation, as the paper, which sets only the pop bias
-            (to -1), leaves it. A number: b_d starts there; -1 starts the pushes at the pops' σ(-1) ≈ 0.27. Below
+            every end (the DeQue's bottom end: see `memory_bottom_push_bias`). `None` (the default): `nn.Linear`'s
+            initialisation, as the paper, which sets only the pop bias (to -1), leaves it. A number: b_d starts
+            there; -1 starts the pushes at the pops' σ(-1) ≈ 0.27. Below
             a newly pushed row, a read reaches the next full-strength row only by the amount the pop exceeds the
             push, max(0, u - d), which is 0 with no gradient at the paper's start (d ≈ σ(0) = 0.5 > u ≈ 0.27); see
             results/neural_memory.md.

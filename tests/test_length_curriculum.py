@@ -7,7 +7,7 @@ from transformers import Seq2SeqTrainingArguments
 
 from lexical_hf import LexicalSeq2SeqConfig, LexicalSeq2SeqForConditionalGeneration, LexicalTokenizer
 from lexical_hf.training.collator import CheckedDataCollator
-from lexical_hf.training.trainer import LexicalSeq2SeqTrainer, ShortFirstSampler
+from lexical_hf.training.trainer import LexicalSeq2SeqTrainer, LengthCurriculumSampler
 
 
 def epoch_order(sampler, epoch):
@@ -17,7 +17,7 @@ def epoch_order(sampler, epoch):
 
 def test_the_first_samples_cycle_through_the_short_examples_then_the_whole_set_follows():
     short = [3, 7, 11, 15, 19]
-    sampler = ShortFirstSampler(20, short, short_samples=12, seed=0)
+    sampler = LengthCurriculumSampler(20, short, short_samples=12, seed=0)
     order = epoch_order(sampler, 0)
     assert len(order) == len(sampler) == 20
     # the curriculum: whole permutations of the short examples, one after another
@@ -26,12 +26,12 @@ def test_the_first_samples_cycle_through_the_short_examples_then_the_whole_set_f
     later = epoch_order(sampler, 1)
     assert sorted(later) == list(range(20))  # the curriculum is over: an epoch of the whole set
     assert epoch_order(sampler, 0) == order and epoch_order(sampler, 1) == later  # (seed, epoch) fix the order
-    assert epoch_order(ShortFirstSampler(20, short, short_samples=12, seed=1), 0) != order
+    assert epoch_order(LengthCurriculumSampler(20, short, short_samples=12, seed=1), 0) != order
 
 
 def test_a_curriculum_longer_than_an_epoch_goes_on_into_the_next_with_unbroken_cycles():
     short = [0, 1, 2]
-    sampler = ShortFirstSampler(4, short, short_samples=7, seed=5)
+    sampler = LengthCurriculumSampler(4, short, short_samples=7, seed=5)
     first, second = epoch_order(sampler, 0), epoch_order(sampler, 1)
     stream = first + second
     assert sorted(stream[0:3]) == short and sorted(stream[3:6]) == short and stream[6] in short
@@ -39,10 +39,10 @@ def test_a_curriculum_longer_than_an_epoch_goes_on_into_the_next_with_unbroken_c
     third = epoch_order(sampler, 2)
     assert sorted(third) == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="no training example short enough"):
-        ShortFirstSampler(4, [], short_samples=2, seed=0)
+        LengthCurriculumSampler(4, [], short_samples=2, seed=0)
 
 
-def tiny_trainer(tmp_path, short_first, accumulation=1):
+def tiny_trainer(tmp_path, length_curriculum, accumulation=1):
     sources = [" ".join(f"s{i}" for i in range(n)) for n in (1, 2, 3, 4, 5, 6) * 6]
     raw = datasets.Dataset.from_dict({"source": sources, "target": sources})
     tokenizer = LexicalTokenizer.from_texts(sources, sources)
@@ -56,12 +56,12 @@ def tiny_trainer(tmp_path, short_first, accumulation=1):
                                     gradient_accumulation_steps=accumulation, report_to="none", seed=4,
                                     use_cpu=True, dataloader_pin_memory=False)
     return LexicalSeq2SeqTrainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
-                                 data_collator=CheckedDataCollator(tokenizer, model=model), short_first=short_first)
+                                 data_collator=CheckedDataCollator(tokenizer, model=model), length_curriculum=length_curriculum)
 
 
 @pytest.mark.parametrize("accumulation", [1, 2])
 def test_the_trainer_draws_the_first_updates_from_short_sources_counted_in_symbols(tmp_path, accumulation):
-    trainer = tiny_trainer(tmp_path, short_first=(3, 2), accumulation=accumulation)
+    trainer = tiny_trainer(tmp_path, length_curriculum=(3, 2), accumulation=accumulation)
     batches = list(trainer.get_train_dataloader())
     special = set(trainer.processing_class.all_special_ids)
     symbols = [[sum(token not in special for token in row) for row in batch["input_ids"].tolist()]
@@ -71,7 +71,7 @@ def test_the_trainer_draws_the_first_updates_from_short_sources_counted_in_symbo
     assert all(max(lengths) <= 3 for lengths in symbols[:curriculum])
     assert max(max(lengths) for lengths in symbols[curriculum:]) > 3  # the whole set afterwards
     with pytest.raises(ValueError, match="training set has none"):
-        list(tiny_trainer(tmp_path, short_first=(0, 2)).get_train_dataloader())
+        list(tiny_trainer(tmp_path, length_curriculum=(0, 2)).get_train_dataloader())
 
 
 def run(tmp_path, *flags):

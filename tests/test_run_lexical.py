@@ -174,13 +174,15 @@ def test_accelerate_launch_two_cpu_processes(tmp_path):
     assert "the effective batch is 2 × 5 × 1" in result.stderr  # the Colors recipe's batch of 5 is per process
 
 
-@pytest.mark.parametrize("sampling", ["random", "group_by_length"])
+@pytest.mark.parametrize("sampling", [["random"], ["group_by_length"],
+                                      ["random", "--curriculum_max_source_length", "2", "--curriculum_steps", "25"]])
 def test_resume_after_an_interrupted_seed_gives_the_same_result(tmp_path, sampling):
     """A seed stopped after update 20 (mid-epoch: 14 Colors pairs in batches of 5) and resumed ends with the same
-    weights and scores as the uninterrupted run, with shuffled and with length-grouped batches."""
+    weights and scores as the uninterrupted run, with shuffled and with length-grouped batches, and inside a length
+    curriculum."""
     from safetensors.torch import load_file
 
-    common = ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10", "--train_sampling_strategy", sampling]
+    common = ["--seeds", "0", "--save_strategy", "steps", "--save_steps", "10", "--train_sampling_strategy", *sampling]
     run([sys.executable], tmp_path / "straight", common)
     interrupted = tmp_path / "resumed"
     run([sys.executable], interrupted, [*common, "--max_steps", "30", "--keep_seed_checkpoints", "true"])

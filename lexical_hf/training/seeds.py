@@ -166,7 +166,7 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
     bucketed = seed_args.torch_compile or experiment_args.cuda_graphs  # one trace or capture per padded shape
     trainer = LexicalSeq2SeqTrainer(
         group_by_target_length=experiment_args.group_by_target_length, cuda_graphs=experiment_args.cuda_graphs,
-        short_first=(experiment_args.curriculum_max_source_length, experiment_args.curriculum_steps)
+        length_curriculum=(experiment_args.curriculum_max_source_length, experiment_args.curriculum_steps)
         if experiment_args.curriculum_max_source_length is not None else None,
         model=model, args=seed_args, train_dataset=train,
         eval_dataset=tokenized["validation"] if has_validation else None,

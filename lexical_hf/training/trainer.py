@@ -43,7 +43,7 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
 
 
-class ShortFirstSampler(torch.utils.data.Sampler):
+class LengthCurriculumSampler(torch.utils.data.Sampler):
     """A length curriculum: the first `short_samples` examples of training (counted over epochs) are drawn from
     `short_indices` only, in seeded permutations of them, repeated as often as needed; the rest of the training draws
     from the whole set in a seeded random order per epoch, as the stock random sampler does.
@@ -132,7 +132,8 @@ class GraphedTrainingLoss:
 class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
     """`Seq2SeqTrainer` whose `train_sampling_strategy="group_by_length"` sampler is `EpochSeededLengthGroupedSampler`
     (a resumed run trains on the same batches as an uninterrupted one), grouped by source length like the stock one
-    or, with `group_by_target_length=True`, by source + target length.
+    or, with `group_by_target_length=True`, by source + target length; with `length_curriculum=(N, K)` the sampler
+    is `LengthCurriculumSampler`: the first K updates on sources of at most N symbols.
 
     The stock sampler sorts by `input_ids` length alone (a `length` column would be dropped with the unused columns
     before the sampler sees it). Grouping by the target too cuts the padded positions that the target embedding
@@ -141,10 +142,10 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
     """
 
     def __init__(self, *args, group_by_target_length: bool = False, cuda_graphs: bool = False,
-                 short_first: tuple[int, int] | None = None, **kwargs):
+                 length_curriculum: tuple[int, int] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.group_by_target_length = group_by_target_length
-        self.short_first = short_first
+        self.length_curriculum = length_curriculum
         self.graphed_loss = None
         if cuda_graphs:
             if self.accelerator.num_processes > 1 or self.compute_loss_func is not None:
@@ -177,8 +178,8 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = self.train_dataset if train_dataset is None else train_dataset
-        if self.short_first is not None:
-            return self._short_first_sampler(train_dataset)
+        if self.length_curriculum is not None:
+            return self._length_curriculum_sampler(train_dataset)
         if self.args.train_sampling_strategy != "group_by_length" or not isinstance(train_dataset, datasets.Dataset):
             return super()._get_train_sampler(train_dataset)
         sources = train_dataset["input_ids"]
@@ -189,10 +190,10 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
         return EpochSeededLengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps,
                                                lengths, seed=self.args.seed)
 
-    def _short_first_sampler(self, train_dataset) -> ShortFirstSampler:
-        """`ShortFirstSampler` over the examples whose source has at most `short_first[0]` symbols (special tokens
-        not counted), for the first `short_first[1]` updates of every process together."""
-        max_length, updates = self.short_first
+    def _length_curriculum_sampler(self, train_dataset) -> LengthCurriculumSampler:
+        """`LengthCurriculumSampler` over the examples whose source has at most `length_curriculum[0]` symbols
+        (special tokens not counted), for the first `length_curriculum[1]` updates of every process together."""
+        max_length, updates = self.length_curriculum
         special = set(self.processing_class.all_special_ids)
         short = [index for index, source in enumerate(train_dataset["input_ids"])
                  if sum(token not in special for token in source) <= max_length]
@@ -200,7 +201,7 @@ class LexicalSeq2SeqTrainer(Seq2SeqTrainer):
             raise ValueError(f"the length curriculum trains first on sources of at most {max_length} symbols: the "
                              "training set has none")
         samples_per_update = self.args.train_batch_size * self.args.gradient_accumulation_steps * self.args.world_size
-        return ShortFirstSampler(len(train_dataset), short, updates * samples_per_update, seed=self.args.seed)
+        return LengthCurriculumSampler(len(train_dataset), short, updates * samples_per_update, seed=self.args.seed)
 
 
 class WallClockLimit(TrainerCallback):
@@ -267,7 +268,8 @@ class TrainingLossStop(TrainerCallback):
         self.loss, self.not_before, self.stopped = loss, not_before, False
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if self.not_before <= state.global_step < state.max_steps and (logs or {}).get("loss", float("inf")) <= self.loss:
+        loss = (logs or {}).get("loss", float("inf"))
+        if self.not_before <= state.global_step < state.max_steps and loss <= self.loss:
             self.stopped = True
             end_training_here(args, control)
         return control
