@@ -156,7 +156,8 @@ class LexicalSeq2SeqConfig(PreTrainedConfig):
         memory_bottom_push_bias (`float`, *optional*): DeQue-LSTM only: the initial push bias of the bottom end
             alone; the top end's follows `memory_push_bias`. `None` (the default): as the top end's. A low value,
             e.g. -3 (σ ≈ 0.05), starts the DeQue out as a queue, pushing at the top and reading the oldest rows at
-            the bottom, where pushes on the read end would otherwise hide the next row (see `memory_push_bias`).
+            the bottom, where pushes on the read end would otherwise hide the next row (see `memory_push_bias`). It
+            favours what a queue solves (copy) over what a stack solves (reversal): results/neural_memory.md.
         max_decode_length (`int`, defaults to 128): default maximum generated length (written to the generation
             config).
         pad_token_id (`int`, defaults to 0), bos_token_id (`int`, defaults to 1), eos_token_id (`int`, defaults to
