@@ -17,7 +17,9 @@ def main(argv: list[str]) -> None:
             if os.path.exists(f"{seed_dir}/metrics.json"):
                 entry["metrics"] = json.load(open(f"{seed_dir}/metrics.json"))
             states = sorted(glob.glob(f"{seed_dir}/**/trainer_state.json", recursive=True), key=os.path.getmtime)
-            if states:
+            if os.path.exists(f"{seed_dir}/log_history.json"):  # a finished seed's whole history
+                entry["log_history"] = json.load(open(f"{seed_dir}/log_history.json"))
+            elif states:  # a seed still training: its last checkpoint's
                 entry["log_history"] = json.load(open(states[-1]))["log_history"]
             seeds[f"{task}:{row}:{os.path.basename(seed_dir)}"] = entry
     with open(out, "w") as file:

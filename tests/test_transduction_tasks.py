@@ -1,6 +1,7 @@
 """The transduction tasks (copy, reversal, bigram flip, SVO -> SOV, gender) and the coarse/fine accuracy metrics."""
 
 import itertools
+import json
 import random
 import re
 from functools import lru_cache
@@ -326,6 +327,8 @@ def test_a_run_trains_and_tests_on_the_data_benchmark_params_describe(tmp_path):
     seed = results["per_seed"]["0"]
     assert seed["test"]["num_examples"] == 6 and seed["validation"]["num_examples"] == 6
     assert results["settings"]["data"]["benchmark_params"] == params
+    history = json.loads((tmp_path / "run" / "seeds" / "seed-0" / "log_history.json").read_text())
+    assert history[-1]["step"] == 2 and "train_loss" in history[-1]  # the seed's Trainer log, kept beside its metrics
     with pytest.raises(ValueError, match="--benchmark_params changes a benchmark's config"):
         main(["--train_file", str(tmp_path / "pairs.tsv"), "--benchmark_params", "train_size=5",
               "--output_dir", str(tmp_path / "other")])

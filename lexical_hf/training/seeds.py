@@ -273,6 +273,7 @@ def run_seed(seed, publish, args, tokenizer, lexicon, tokenized, raw, output_dir
         if not experiment_args.keep_seed_checkpoints:
             for checkpoint in seed_dir.glob("checkpoint-*"):
                 shutil.rmtree(checkpoint, ignore_errors=True)
+        write_json_atomic(seed_dir / "log_history.json", trainer.state.log_history)  # losses, evaluations, monitoring
         write_json_atomic(seed_dir / "metrics.json", metrics)
         summary_line = "  ".join(f"{split}: EM {m['exact_match']:.3f}" for split, m in metrics.items() if "exact_match" in m)
         print(f"[seed {seed}] {summary_line}", flush=True)
