@@ -86,16 +86,13 @@ class ConstantBiasLinear(nn.Linear):
     when the model's initialisation resets it (`nn.init`, so weights that `from_pretrained` loaded are left alone)."""
 
     def __init__(self, in_features: int, out_features: int, bias_value: float | Sequence[float | None]):
-        self.bias_value = bias_value
+        self.bias_values = tuple(bias_value) if isinstance(bias_value, Sequence) else (bias_value,) * out_features
         super().__init__(in_features, out_features)
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if not isinstance(self.bias_value, Sequence):
-            nn.init.constant_(self.bias, self.bias_value)
-            return
         with torch.no_grad():
-            for index, value in enumerate(self.bias_value):
+            for index, value in enumerate(self.bias_values):
                 if value is not None:
                     self.bias[index] = value
 
@@ -109,10 +106,9 @@ class ControllerInterface(MemoryInterface):
                  push_bias: float | None = None, bottom_push_bias: float | None = None):
         super().__init__(hidden_size, memory_width, kind, pop_bias=pop_bias, push_bias=push_bias)
         self.pop = ConstantBiasLinear(hidden_size, self.memory.num_ends, pop_bias)
-        if bottom_push_bias is not None:  # the DeQue's ends: top, bottom
-            self.push = ConstantBiasLinear(hidden_size, self.memory.num_ends, (push_bias, bottom_push_bias))
-        elif push_bias is not None:
-            self.push = ConstantBiasLinear(hidden_size, self.memory.num_ends, push_bias)
+        push_start = push_bias if bottom_push_bias is None else (push_bias, bottom_push_bias)  # DeQue: top, bottom
+        if push_start is not None:
+            self.push = ConstantBiasLinear(hidden_size, self.memory.num_ends, push_start)
 
     def merged_controls(self) -> tuple[torch.Tensor, torch.Tensor]:
         """[W_d; W_u; W_v] (2E + E·m, H) and its bias: one matmul per step gives d_t, u_t and v_t."""
