@@ -90,9 +90,18 @@ MEMORY_ROWS = {
     # the preset's recipe with the bottom end's pushes started small (σ(-3) ≈ 0.05): the DeQue starts out as a queue
     "deque-lstm-queue-start": ("DeQue-LSTM, bottom pushes started small",
                                ["--backbone", "deque_lstm", "--lexicon", "none", "--memory_bottom_push_bias", "-3"]),
+    # the preset's recipe at the paper's controller and memory width (256 where the preset has 64)
+    "stack-lstm-paper-width": ("Stack-LSTM, the paper's width (256)",
+                               ["--backbone", "stack_lstm", "--lexicon", "none", "--hidden_size", "256",
+                                "--memory_width", "256"]),
+    "deque-lstm-paper-width": ("DeQue-LSTM, the paper's width (256)",
+                               ["--backbone", "deque_lstm", "--lexicon", "none", "--hidden_size", "256",
+                                "--memory_width", "256"]),
 }
 ROWS.update(MEMORY_ROWS)
-VARIANT_OF = {"deque-lstm-queue-start": "deque-lstm"}  # a row with a recipe of its own → the paper's row it answers
+# a row with a recipe of its own → the paper's row it answers
+VARIANT_OF = {"deque-lstm-queue-start": "deque-lstm", "stack-lstm-paper-width": "stack-lstm",
+              "deque-lstm-paper-width": "deque-lstm"}
 # Table 3 of Grefenstette et al. (2015), as the specification quotes it: ((train coarse, fine), (test coarse, fine));
 # its deep-LSTM column is the best of 1, 2, 4 and 8 layers, named here.
 PAPER_TABLE_3 = {

@@ -413,6 +413,14 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     assert ("100,000 training sequences of lengths 8–64, the first 3,000 updates drawn from those of at most 16 "
             "symbols") in section
     assert not any(line.startswith("| reversal | DeQue-LSTM, bottom") for line in section.splitlines())
+    # a variant at the paper's width: its line and its recipe say the width it ran at
+    wide = transduction_results([1.0])
+    wide["model"].update(backbone="stack_lstm", hidden_size=256, memory_width=256)
+    (tmp_path / "transduction" / "reversal" / "stack-lstm-paper-width.json").write_text(json.dumps(wide))
+    section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
+    assert any(line.startswith("| reversal | Stack-LSTM, the paper's width (256) | [1.00 / 1.00]")
+               for line in section.splitlines())
+    assert "stack_lstm: 1 × 256 LSTM, embeddings 64, memory width 256, a target-side LSTM of its own;" in section
 
 
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):
