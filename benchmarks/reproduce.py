@@ -97,11 +97,15 @@ MEMORY_ROWS = {
     "deque-lstm-paper-width": ("DeQue-LSTM, the paper's width (256)",
                                ["--backbone", "deque_lstm", "--lexicon", "none", "--hidden_size", "256",
                                 "--memory_width", "256"]),
+    # the same with pushes started above the pops (σ(1) ≈ 0.73 against σ(-1) ≈ 0.27)
+    "stack-lstm-paper-width-push-start": ("Stack-LSTM, the paper's width (256), pushes started above pops",
+                                          ["--backbone", "stack_lstm", "--lexicon", "none", "--hidden_size", "256",
+                                           "--memory_width", "256", "--memory_push_bias", "1"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own → the paper's row it answers
 VARIANT_OF = {"deque-lstm-queue-start": "deque-lstm", "stack-lstm-paper-width": "stack-lstm",
-              "deque-lstm-paper-width": "deque-lstm"}
+              "deque-lstm-paper-width": "deque-lstm", "stack-lstm-paper-width-push-start": "stack-lstm"}
 # Table 3 of Grefenstette et al. (2015), as the specification quotes it: ((train coarse, fine), (test coarse, fine));
 # its deep-LSTM column is the best of 1, 2, 4 and 8 layers, named here.
 PAPER_TABLE_3 = {
