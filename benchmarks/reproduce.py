@@ -82,6 +82,7 @@ TRANSDUCTION_TASKS = {"copy": "copy", "reversal": "reversal", "bigram-flip": "bi
                       "gender-conjugation": "gender_conjugation"}
 TASKS.update({task: (["--benchmark", "transduction", "--benchmark_config", config], "coarse_accuracy",
                      {"cpu": "0-2", "paper": "0-2"}) for task, config in TRANSDUCTION_TASKS.items()})
+PAPER_WIDTH = ["--hidden_size", "256", "--memory_width", "256"]  # the paper's controller and memory width
 MEMORY_ROWS = {
     "deep-lstm": ("deep LSTM", ["--backbone", "deep_lstm", "--lexicon", "none"]),
     "stack-lstm": ("Stack-LSTM", ["--backbone", "stack_lstm", "--lexicon", "none"]),
@@ -92,15 +93,13 @@ MEMORY_ROWS = {
                                ["--backbone", "deque_lstm", "--lexicon", "none", "--memory_bottom_push_bias", "-3"]),
     # the preset's recipe at the paper's controller and memory width (256 where the preset has 64)
     "stack-lstm-paper-width": ("Stack-LSTM, the paper's width (256)",
-                               ["--backbone", "stack_lstm", "--lexicon", "none", "--hidden_size", "256",
-                                "--memory_width", "256"]),
+                               ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH]),
     "deque-lstm-paper-width": ("DeQue-LSTM, the paper's width (256)",
-                               ["--backbone", "deque_lstm", "--lexicon", "none", "--hidden_size", "256",
-                                "--memory_width", "256"]),
+                               ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH]),
     # the same with pushes started above the pops (σ(1) ≈ 0.73 against σ(-1) ≈ 0.27)
     "stack-lstm-paper-width-push-start": ("Stack-LSTM, the paper's width (256), pushes started above pops",
-                                          ["--backbone", "stack_lstm", "--lexicon", "none", "--hidden_size", "256",
-                                           "--memory_width", "256", "--memory_push_bias", "1"]),
+                                          ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                           "--memory_push_bias", "1"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own → the paper's row it answers
