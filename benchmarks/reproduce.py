@@ -100,11 +100,15 @@ MEMORY_ROWS = {
     "stack-lstm-paper-width-push-start": ("Stack-LSTM, the paper's width (256), pushes started above pops",
                                           ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                            "--memory_push_bias", "1"]),
+    "deque-lstm-paper-width-push-start": ("DeQue-LSTM, the paper's width (256), pushes started above pops",
+                                          ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                           "--memory_push_bias", "1"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own → the paper's row it answers
 VARIANT_OF = {"deque-lstm-queue-start": "deque-lstm", "stack-lstm-paper-width": "stack-lstm",
-              "deque-lstm-paper-width": "deque-lstm", "stack-lstm-paper-width-push-start": "stack-lstm"}
+              "deque-lstm-paper-width": "deque-lstm", "stack-lstm-paper-width-push-start": "stack-lstm",
+              "deque-lstm-paper-width-push-start": "deque-lstm"}
 # Table 3 of Grefenstette et al. (2015), as the specification quotes it: ((train coarse, fine), (test coarse, fine));
 # its deep-LSTM column is the best of 1, 2, 4 and 8 layers, named here.
 PAPER_TABLE_3 = {
