@@ -105,10 +105,8 @@ MEMORY_ROWS = {
                                            "--memory_push_bias", "1"]),
 }
 ROWS.update(MEMORY_ROWS)
-# a row with a recipe of its own → the paper's row it answers
-VARIANT_OF = {"deque-lstm-queue-start": "deque-lstm", "stack-lstm-paper-width": "stack-lstm",
-              "deque-lstm-paper-width": "deque-lstm", "stack-lstm-paper-width-push-start": "stack-lstm",
-              "deque-lstm-paper-width-push-start": "deque-lstm"}
+# a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
+VARIANT_OF = {row: row[:row.index("-lstm-") + len("-lstm")] for row in MEMORY_ROWS if "-lstm-" in row}
 # Table 3 of Grefenstette et al. (2015), as the specification quotes it: ((train coarse, fine), (test coarse, fine));
 # its deep-LSTM column is the best of 1, 2, 4 and 8 layers, named here.
 PAPER_TABLE_3 = {
