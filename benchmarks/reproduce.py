@@ -103,6 +103,10 @@ MEMORY_ROWS = {
     "deque-lstm-paper-width-push-start": ("DeQue-LSTM, the paper's width (256), pushes started above pops",
                                           ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                            "--memory_push_bias", "1"]),
+    "deque-lstm-paper-width-two-end-start": ("DeQue-LSTM, the paper's width (256), top pushes started above pops, "
+                                             "bottom pushes started small",
+                                             ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                              "--memory_push_bias", "1", "--memory_bottom_push_bias", "-3"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
