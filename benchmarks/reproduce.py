@@ -103,6 +103,7 @@ MEMORY_ROWS = {
     "deque-lstm-paper-width-push-start": ("DeQue-LSTM, the paper's width (256), pushes started above pops",
                                           ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                            "--memory_push_bias", "1"]),
+    # the DeQue's top end with the push start and its bottom end with the queue start
     "deque-lstm-paper-width-two-end-start": ("DeQue-LSTM, the paper's width (256), top pushes started above pops, "
                                              "bottom pushes started small",
                                              ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
