@@ -108,6 +108,11 @@ MEMORY_ROWS = {
                                              "bottom pushes started small",
                                              ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                               "--memory_push_bias", "1", "--memory_bottom_push_bias", "-3"]),
+    # the same with the bottom pushes started between small and the pops' level (σ(-2) ≈ 0.12 against σ(-1) ≈ 0.27)
+    "deque-lstm-paper-width-mid-bottom-start": ("DeQue-LSTM, the paper's width (256), top pushes started above pops, "
+                                                "bottom pushes started below pops",
+                                                ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                                 "--memory_push_bias", "1", "--memory_bottom_push_bias", "-2"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
