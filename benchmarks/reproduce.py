@@ -259,8 +259,9 @@ def stopped_note(results: dict, label: str) -> str | None:
     training = results.get("training", {})
     if not updates or updates["min"] >= training["max_steps"]:
         return None
-    if results.get("settings", {}).get("stop_at_train_loss") and not stopped_by_time_limit(results):
-        return None  # trained to convergence (`--stop_at_train_loss`): the recipe, not a reduced run
+    if not stopped_by_time_limit(results) and (results.get("settings", {}).get("stop_at_train_loss")
+                                               or stopped_by_hand(results)):
+        return None  # trained to convergence (the recipe, not a reduced run), or stopped by hand (`hand_stopped_note`)
     reached = f"{updates['min']:,}" + (f"–{updates['max']:,}" if updates["max"] != updates["min"] else "")
     tf32 = " and TF32 matrix products" if re.search(r"--tf32[ =]true", results.get("command", "")) else ""
     return (f"The row “{label}” is reduced: its seeds ran preset `{results['preset']}` on "
@@ -270,6 +271,24 @@ def stopped_note(results: dict, label: str) -> str | None:
             f"({int(training['warmup_steps']):,} warm-up updates); "
             + ("the checkpoint was chosen on validation among those reached." if results.get("selection") == "validation"
                else "the weights reached were evaluated."))
+
+
+def hand_stopped_note(results: dict, label: str) -> str | None:
+    """Which seeds of a row were stopped by hand (a `STOP` file in the seed's folder) and after how many updates;
+    None when none was."""
+    seeds = stopped_by_hand(results)
+    if not seeds:
+        return None
+    def listed(items):  # "a", "a and b", "a, b and c"
+        return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+    updates = listed([f"{results['per_seed'][seed]['train_seconds']['updates']:,}" for seed in seeds])
+    which = f"seed {seeds[0]} was" if len(seeds) == 1 else f"seeds {listed(seeds)} were"
+    cap = results.get("training", {}).get("max_steps")
+    of_cap = f" of the recipe's {cap:,}" if cap else ""
+    return (f"In the row “{label}”, {which} stopped by hand after {updates}{of_cap} updates: "
+            f"{'its' if len(seeds) == 1 else 'their'} numbers are those of the weights reached, not of a finished "
+            f"seed.")
 
 
 def examples_per_update(training: dict) -> int:
@@ -479,6 +498,10 @@ def publish_row(args) -> int:
         raise SystemExit(f"--publish: seed {seed} of {shown} was stopped by a wall-clock limit after "
                          f"{stopped['updates']:,} updates: how far a retrained seed gets depends on the machine, so "
                          "its metrics cannot be checked against the row's")
+    if stopped.get("stopped_by_request"):
+        raise SystemExit(f"--publish: seed {seed} of {shown} was stopped by hand after {stopped['updates']:,} "
+                         "updates: a retrained seed would not stop there, so its metrics cannot be checked against "
+                         "the row's")
     recorded_command = shlex.split(row["command"])
     argv = recorded_flags(recorded_command)
     output_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
@@ -553,6 +576,12 @@ def row_setting(row: dict, key: str):
 def stopped_by_time_limit(row: dict) -> bool:
     """Whether `--max_train_minutes` ended some seed of a row file before its last update."""
     return any(seed.get("train_seconds", {}).get("stopped_by_time_limit") for seed in row["per_seed"].values())
+
+
+def stopped_by_hand(row: dict) -> list[str]:
+    """The seeds of a row file that a `STOP` file ended before their last update, in the row's order."""
+    return [seed for seed, metrics in row["per_seed"].items()
+            if metrics.get("train_seconds", {}).get("stopped_by_request")]
 
 
 def extend_row(earlier: dict, new: dict) -> dict:
@@ -697,6 +726,7 @@ def summarize() -> str:
             strips.append((label, values, paper[0] if paper else None))
             run_notes += [note] if (note := stopped_note(results, label) or device_note(results, label)) else []
             run_notes += [note] if (note := preset_note(results, label)) else []
+            run_notes += [note] if (note := hand_stopped_note(results, label)) else []
         for row, paper in PAPER.get(task, {}).items():
             if row not in done:
                 rest = f" — | {PAPER_ONE_SHOT[task][row]} | — | — | — | — | — | — |" if task == "eng-cmn" else " — | — | — | — | — |"
@@ -743,7 +773,7 @@ def transduction_section() -> list[str]:
              "Commands, recipes and what was tried: [`neural_memory.md`](neural_memory.md).", "",
              "| task | model | ours train | paper train | ours test | paper test | test coarse per seed | seeds | preset "
              "| training time (sum over seeds; each seed's updates) | machine | code |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    recipes = set()
+    recipes, notes = set(), []
     for task in TRANSDUCTION_TASKS:
         for row in MEMORY_ROWS:
             paper = PAPER_TABLE_3[task][VARIANT_OF.get(row, row)]
@@ -757,7 +787,10 @@ def transduction_section() -> list[str]:
                 results = json.loads(path.read_text())
                 lines.append(transduction_row(task, row, path, results, paper))
                 recipes.add(transduction_recipe(results))
+                notes += [note] if (note := hand_stopped_note(results, f"{TRANSDUCTION_TITLES[task]}, "
+                                                                        f"{MEMORY_ROWS[row][0]}")) else []
     lines.append("")
+    lines += [note + "\n" for note in notes]
     lines += [f"Recipe of the rows run: {recipe}.\n" for recipe in sorted(recipes)]
     return lines
 
@@ -779,7 +812,8 @@ def transduction_row(task: str, row: str, path: Path, results: dict, paper: tupl
     wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
     updates = [seed["train_seconds"]["updates"] for seed in results["per_seed"].values()
                if "updates" in seed.get("train_seconds", {})]
-    time_cell = f"{wall / 60:.0f} min" + (f" ({' '.join(f'{n:,}' for n in updates)} updates)" if updates else "")
+    by_hand = "".join(f"; seed {seed} stopped by hand" for seed in stopped_by_hand(results))
+    time_cell = f"{wall / 60:.0f} min" + (f" ({' '.join(f'{n:,}' for n in updates)} updates{by_hand})" if updates else "")
     machine, code = machine_cell(results), code_cell(results, "unrecorded")
     link = f"[{cells[0]}]({task_folder(task)}/{path.name})"
     tier = path.stem.partition(".")[2]

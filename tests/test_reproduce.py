@@ -329,6 +329,42 @@ def test_a_row_stopped_by_a_time_limit_says_how_far_its_seeds_got(reproduce, tmp
         reproduce.main(["--task", "scan-jump", "--row", "simple", "--tier", "paper", "--publish"])
 
 
+def test_a_seed_stopped_by_hand_stays_in_its_row_and_is_named_under_its_table(reproduce, tmp_path):
+    """A seed ended by a STOP file keeps its evaluation in the row; the tables say which seed and after how many
+    updates, no time limit is blamed, and --publish refuses to check it (a retrained seed would not stop there)."""
+    row = transduction_results([1.0, 1.0, 0.0])
+    row["settings"]["stop_at_train_loss"] = 0.001
+    row["settings"]["training"].update(max_steps=6000, logging_steps=100)
+    for seed, updates in zip(row["per_seed"].values(), (700, 700, 4000)):
+        seed["train_seconds"].update(updates=updates, stopped_by_time_limit=False, stopped_by_train_loss=updates < 4000,
+                                     stopped_by_request=updates == 4000)
+    row.update(train_updates={"min": 700, "max": 4000}, training=row["settings"]["training"],
+               command="python examples/run_lexical.py --seeds 0-2")
+    (tmp_path / "transduction" / "copy").mkdir(parents=True)
+    (tmp_path / "transduction" / "copy" / "queue-lstm.json").write_text(json.dumps(row))
+    text = reproduce.summarize()
+    line = next(line for line in text.splitlines() if line.startswith("| copy | Queue-LSTM |"))
+    assert "| 1.00 1.00 0.00 | 3 |" in line and "(700 700 4,000 updates; seed 2 stopped by hand) |" in line
+    assert ("In the row “copy, Queue-LSTM”, seed 2 was stopped by hand after 4,000 of the recipe's 6,000 updates: its "
+            "numbers are those of the weights reached, not of a finished seed.") in text
+    assert reproduce.stopped_note(row, "row") is None  # no time limit to blame
+    for seed in row["per_seed"].values():
+        seed["train_seconds"]["stopped_by_request"] = True
+    assert "seeds 0, 1 and 2 were stopped by hand after 700, 700 and 4,000 of" in reproduce.hand_stopped_note(row, "row")
+    # a row of another table: its note under that table, and no time-limit note for a row without a loss target
+    (tmp_path / "scan-jump").mkdir()
+    short = {**fake_results([0.5]), "training": {"per_device_train_batch_size": 128, "max_steps": 8000,
+                                                 "warmup_steps": 0}, "train_updates": {"min": 300, "max": 300},
+             "settings": {}, "command": "python examples/run_lexical.py --preset paper"}
+    short["per_seed"]["0"]["train_seconds"].update(updates=300, stopped_by_request=True, stopped_by_time_limit=False)
+    (tmp_path / "scan-jump" / "simple.paper.json").write_text(json.dumps(short))
+    text = reproduce.summarize()
+    assert "In the row “+ Lex: Simple (paper tier)”, seed 0 was stopped by hand after 300 of the recipe's 8,000" in text
+    assert "“+ Lex: Simple (paper tier)” is reduced" not in text
+    with pytest.raises(SystemExit, match="seed 0 of .* was stopped by hand after 300 updates"):
+        reproduce.main(["--task", "scan-jump", "--row", "simple", "--tier", "paper", "--publish"])
+
+
 def transduction_results(test_coarse):
     """A Table 3 row file as `run_lexical` writes it (the fields the section reads)."""
     per_seed = {str(seed): {"validation": {"coarse_accuracy": 1.0, "fine_accuracy": 1.0},

@@ -681,6 +681,7 @@ def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_
     metrics = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())
     training = metrics["train_seconds"]
     assert training["stopped_by_time_limit"] is True and 0 < training["updates"] < 1000000
+    assert training["stopped_by_request"] is False  # no STOP file
     # never before the 1.2-s limit; well before the 10^6 updates (and the subprocess timeout) it replaced
     assert 1.2 <= training["value"] < 30
     assert "exact_match" in metrics["test"]
@@ -690,6 +691,35 @@ def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_
     results = json.loads((out / "results.json").read_text())
     assert results["train_updates"] == {"min": training["updates"], "max": training["updates"]}
     assert results["settings"]["max_train_minutes"] == 0.02
+
+
+def test_a_stop_file_ends_a_seed_at_the_next_logging_step_evaluated_and_recorded(tmp_path):
+    """`touch seeds/seed-K/STOP` stops that seed at the next logged update as if its cap were there: evaluated, saved
+    and tested, `stopped_by_request` in its metrics, the file removed so that a resume is not stopped again."""
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
+    (tmp_path / "test.tsv").write_text("lug lug\tBLUE BLUE\n")
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors", "--max_steps", "30")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "out"
+    stop = out / "seeds" / "seed-0" / "STOP"
+    stop.parent.mkdir(parents=True)
+    stop.touch()  # asked before the first update: honoured at the first logging step
+    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
+                             "--validation_file", str(tmp_path / "dev.tsv"), "--test_file", str(tmp_path / "test.tsv"),
+                             "--max_steps", "12", "--eval_steps", "1000", "--logging_steps", "4",
+                             "--keep_seed_checkpoints", "true", "--output_dir", str(out)],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())
+    training = metrics["train_seconds"]
+    assert training["stopped_by_request"] is True and training["updates"] == 4
+    assert training["stopped_by_time_limit"] is False
+    assert "exact_match" in metrics["test"]
+    assert (result.stdout + result.stderr).count("'eval_exact_match'") == 1  # the stop's own evaluation
+    assert (out / "seeds" / "seed-0" / "checkpoint-4").is_dir()
+    assert not stop.exists()
+    assert json.loads((out / "results.json").read_text())["train_updates"] == {"min": 4, "max": 4}
 
 
 def test_a_training_loss_target_ends_training_at_the_first_logged_loss_below_it(tmp_path):

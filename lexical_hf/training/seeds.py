@@ -23,7 +23,8 @@ from .augmenting import augmentation_settings, augmented_training_split
 from .collator import CheckedDataCollator
 from .checkpoints import CheckpointDigests, TrainingClock, last_complete_checkpoint, load_weights, recorded_training_seconds
 from .publish import write_json_atomic
-from .trainer import LexicalSeq2SeqTrainer, SplitMonitor, TrainingLossStop, WallClockLimit, validation_exact_match
+from .trainer import (LexicalSeq2SeqTrainer, SplitMonitor, StopRequest, TrainingLossStop, WallClockLimit,
+                      validation_exact_match)
 
 logger = logging.getLogger("lexical_hf.training")
 
@@ -184,6 +185,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         loss_stop = TrainingLossStop(experiment_args.stop_at_train_loss,
                                      not_before=first_loss_read(experiment_args, seed_args))
         trainer.add_callback(loss_stop)
+    stop_request = StopRequest(seed_dir)  # `touch seeds/seed-K/STOP`: end this seed now, evaluated and recorded
+    trainer.add_callback(stop_request)
     if experiment_args.monitor_splits:  # after the limits above: a seed they stop is decoded at its last update
         trainer.add_callback(split_monitor(experiment_args, seed_args, raw, tokenizer))
     resume = last_complete_checkpoint(seed_dir) if training_args.resume_from_checkpoint else None
@@ -204,6 +207,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
         if resume:
             logger.info(f"seed {seed}: resuming from {resume}")
         trainer.train(resume_from_checkpoint=resume)
+        if training_args.process_index == 0:
+            stop_request.forget()
 
     metrics = {}
     best = trainer.state.best_model_checkpoint if seed_args.load_best_model_at_end else None
@@ -215,12 +220,13 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
                                      batch_size=seed_args.per_device_eval_batch_size,
                                      num_beams=seed_args.generation_num_beams or 1)
         metrics[split] = evaluation.benchmark_metrics(raw, split, predictions)
-    # the updates done: fewer than max_steps when the wall-clock limit (a reduced run) or the training loss ended
-    # training; the time of every segment of a resumed seed, or of the last one only when the earlier ones were not
+    # the updates done: fewer than max_steps when the wall-clock limit (a reduced run), a stop by hand or the training
+    # loss ended training; the time of every segment of a resumed seed, or of the last one only when the earlier ones were not
     # recorded
     metrics["train_seconds"] = {"value": (seconds_before or 0.0) if finished else clock.seconds,
                                 "updates": trainer.state.global_step,
-                                "stopped_by_time_limit": bool(time_limit and time_limit.stopped)}
+                                "stopped_by_time_limit": bool(time_limit and time_limit.stopped),
+                                "stopped_by_request": stop_request.stopped}
     if loss_stop is not None:
         metrics["train_seconds"]["stopped_by_train_loss"] = loss_stop.stopped or (
             finished and trainer.state.global_step < seed_args.max_steps)

@@ -1,10 +1,11 @@
-"""`Seq2SeqTrainer` as the training pipeline uses it: a resumable length-grouped sampler, a wall-clock limit, and the
-validation metric that selects checkpoints."""
+"""`Seq2SeqTrainer` as the training pipeline uses it: a resumable length-grouped sampler, a wall-clock limit, a stop
+requested by hand, and the validation metric that selects checkpoints."""
 
 from __future__ import annotations
 
 import copy
 import time
+from pathlib import Path
 
 import datasets
 import numpy as np
@@ -248,6 +249,33 @@ class SplitMonitor(TrainerCallback):
         model.train()
         state.log_history.append(entry)
         return control
+
+
+class StopRequest(TrainerCallback):
+    """Ends training at the first logging step after a file named `STOP` appears in `folder` (the seed's folder:
+    `touch <output_dir>/seeds/seed-K/STOP`), after the update in flight: stopping one seed by hand without losing it.
+    Like `WallClockLimit`, that update is evaluated and saved when the run evaluates, so the seed ends in a normal
+    evaluation and its metrics record the stop. The file is read at logging steps only, the points where every
+    process of a distributed run is at the same update; there the processes agree through an all-reduce, so they
+    stop together. `stopped` says whether a request ended training; `forget()` removes the honoured file."""
+
+    FILE_NAME = "STOP"
+
+    def __init__(self, folder):
+        self.path, self.stopped = Path(folder) / self.FILE_NAME, False
+
+    def on_log(self, args, state, control, **kwargs):
+        requested = torch.tensor([float(self.path.exists())], device=args.device)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(requested, op=torch.distributed.ReduceOp.MAX)
+        if requested.item() and state.global_step < state.max_steps:
+            self.stopped = True
+            end_training_here(args, control)
+        return control
+
+    def forget(self) -> None:
+        if self.stopped:
+            self.path.unlink(missing_ok=True)
 
 
 def end_training_here(args, control) -> None:
