@@ -279,6 +279,7 @@ def hand_stopped_note(results: dict, label: str) -> str | None:
     seeds = stopped_by_hand(results)
     if not seeds:
         return None
+
     def listed(items):  # "a", "a and b", "a, b and c"
         return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 

@@ -221,8 +221,8 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
                                      num_beams=seed_args.generation_num_beams or 1)
         metrics[split] = evaluation.benchmark_metrics(raw, split, predictions)
     # the updates done: fewer than max_steps when the wall-clock limit (a reduced run), a stop by hand or the training
-    # loss ended training; the time of every segment of a resumed seed, or of the last one only when the earlier ones were not
-    # recorded
+    # loss ended training; the time of every segment of a resumed seed, or of the last one only when the earlier ones
+    # were not recorded
     metrics["train_seconds"] = {"value": (seconds_before or 0.0) if finished else clock.seconds,
                                 "updates": trainer.state.global_step,
                                 "stopped_by_time_limit": bool(time_limit and time_limit.stopped),
