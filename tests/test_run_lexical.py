@@ -643,17 +643,26 @@ def test_resume_refuses_a_seed_trained_with_other_settings(tmp_path, capsys, cap
     assert status == 0 and "already finished" not in said, said[-2000:]
 
 
-def test_validation_selection_keeps_the_users_evaluation_interval(tmp_path):
-    """--eval_steps was overwritten by max_steps // 10 whenever a validation split selected the checkpoint."""
+def run_on_own_files(tmp_path, *flags, with_test=False):
+    """`run_lexical.py` on a four-pair train file and a one-pair validation file (and test file) of Colors words,
+    at TINY's sizes; `flags` give the steps and the rest. Returns the finished subprocess (exit status checked)."""
     (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
     (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
-    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors")]
+    files = ["--train_file", str(tmp_path / "train.tsv"), "--validation_file", str(tmp_path / "dev.tsv")]
+    if with_test:
+        (tmp_path / "test.tsv").write_text("lug lug\tBLUE BLUE\n")
+        files += ["--test_file", str(tmp_path / "test.tsv")]
+    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors", "--max_steps", "30")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
-                             "--validation_file", str(tmp_path / "dev.tsv"), "--max_steps", "20", "--eval_steps", "5",
-                             "--output_dir", str(tmp_path / "out")], capture_output=True, text=True, env=env, cwd=REPO,
-                            timeout=600)
+    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, *files, *flags], capture_output=True, text=True,
+                            env=env, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_validation_selection_keeps_the_users_evaluation_interval(tmp_path):
+    """--eval_steps was overwritten by max_steps // 10 whenever a validation split selected the checkpoint."""
+    result = run_on_own_files(tmp_path, "--max_steps", "20", "--eval_steps", "5", "--output_dir", str(tmp_path / "out"))
     evaluated = [float(v) for v in re.findall(r"'eval_exact_match': '([0-9.e-]+)'", result.stdout + result.stderr)]
     assert len(evaluated) == 4  # updates 5, 10, 15, 20 (not every 2)
     # the metrics say which checkpoint was evaluated on test: the first with the best validation exact match
@@ -666,18 +675,9 @@ def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_
     """--max_train_minutes stops each seed after the update in flight; the weights reached are evaluated on
     validation and saved (a selection candidate even between periodic evaluations), the test split is scored, and
     metrics.json and results.json say how many updates were done."""
-    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
-    (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
-    (tmp_path / "test.tsv").write_text("lug lug\tBLUE BLUE\n")
-    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors")]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
-                             "--validation_file", str(tmp_path / "dev.tsv"), "--test_file", str(tmp_path / "test.tsv"),
-                             "--max_steps", "1000000", "--eval_steps", "1000000", "--max_train_minutes", "0.02",
-                             "--keep_seed_checkpoints", "true", "--output_dir", str(out)],
-                            capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_on_own_files(tmp_path, "--max_steps", "1000000", "--eval_steps", "1000000", "--max_train_minutes",
+                              "0.02", "--keep_seed_checkpoints", "true", "--output_dir", str(out), with_test=True)
     metrics = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())
     training = metrics["train_seconds"]
     assert training["stopped_by_time_limit"] is True and 0 < training["updates"] < 1000000
@@ -696,21 +696,12 @@ def test_a_wall_clock_limit_ends_training_in_an_evaluated_and_recorded_seed(tmp_
 def test_a_stop_file_ends_a_seed_at_the_next_logging_step_evaluated_and_recorded(tmp_path):
     """`touch seeds/seed-K/STOP` stops that seed at the next logged update as if its cap were there: evaluated, saved
     and tested, `stopped_by_request` in its metrics, the file removed so that a resume is not stopped again."""
-    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
-    (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
-    (tmp_path / "test.tsv").write_text("lug lug\tBLUE BLUE\n")
-    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors", "--max_steps", "30")]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
     out = tmp_path / "out"
     stop = out / "seeds" / "seed-0" / "STOP"
     stop.parent.mkdir(parents=True)
     stop.touch()  # asked before the first update: honoured at the first logging step
-    result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
-                             "--validation_file", str(tmp_path / "dev.tsv"), "--test_file", str(tmp_path / "test.tsv"),
-                             "--max_steps", "12", "--eval_steps", "1000", "--logging_steps", "4",
-                             "--keep_seed_checkpoints", "true", "--output_dir", str(out)],
-                            capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_on_own_files(tmp_path, "--max_steps", "12", "--eval_steps", "1000", "--logging_steps", "4",
+                              "--keep_seed_checkpoints", "true", "--output_dir", str(out), with_test=True)
     metrics = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())
     training = metrics["train_seconds"]
     assert training["stopped_by_request"] is True and training["updates"] == 4
@@ -726,17 +717,10 @@ def test_a_training_loss_target_ends_training_at_the_first_logged_loss_below_it(
     """--stop_at_train_loss ends a seed at the first logged training loss at or below the target (max_steps is only
     the cap); that update is evaluated and saved, and metrics.json, results.json and the settings say what happened.
     A target the loss never reaches leaves the run to max_steps."""
-    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
-    (tmp_path / "dev.tsv").write_text("dax dax\tRED RED\n")
-    tiny_own = [a for a in TINY if a not in ("--benchmark", "colors", "--max_steps", "30")]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
     for target, out in (("1000", tmp_path / "reached"), ("1e-9", tmp_path / "never")):
-        result = subprocess.run([sys.executable, str(SCRIPT), *tiny_own, "--train_file", str(tmp_path / "train.tsv"),
-                                 "--validation_file", str(tmp_path / "dev.tsv"), "--max_steps", "12",
-                                 "--eval_steps", "1000", "--logging_steps", "4", "--stop_at_train_loss", target,
-                                 "--keep_seed_checkpoints", "true", "--output_dir", str(out)],
-                                capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
-        assert result.returncode == 0, result.stderr[-3000:]
+        result = run_on_own_files(tmp_path, "--max_steps", "12", "--eval_steps", "1000", "--logging_steps", "4",
+                                  "--stop_at_train_loss", target, "--keep_seed_checkpoints", "true",
+                                  "--output_dir", str(out))
         training = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())["train_seconds"]
         results = json.loads((out / "results.json").read_text())
         assert results["settings"]["stop_at_train_loss"] == float(target)
