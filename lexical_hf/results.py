@@ -33,7 +33,7 @@ def summarize(per_seed: dict) -> dict:
 
 
 # what a seed's metrics.json holds besides its evaluated splits
-SEED_RECORDS = ("train_seconds", "augmentation", "selected_checkpoint")
+SEED_RECORDS = ("train_seconds", "train_loss", "augmentation", "selected_checkpoint")
 
 
 def summarize_row(per_seed: dict) -> dict:

@@ -344,7 +344,7 @@ def test_a_seed_stopped_by_hand_stays_in_its_row_and_is_named_under_its_table(re
     (tmp_path / "transduction" / "copy" / "queue-lstm.json").write_text(json.dumps(row))
     text = reproduce.summarize()
     line = next(line for line in text.splitlines() if line.startswith("| copy | Queue-LSTM |"))
-    assert "| 1.00 1.00 0.00 | 3 |" in line and "(700 700 4,000 updates; seed 2 stopped by hand) |" in line
+    assert "| 1.00 1.00 0.00 | not recorded | 3 |" in line and "(700 700 4,000 updates; seed 2 stopped by hand) |" in line
     assert ("In the row “copy, Queue-LSTM”, seed 2 was stopped by hand after 4,000 of the recipe's 6,000 updates: its "
             "numbers are those of the weights reached, not of a finished seed.") in text
     assert reproduce.stopped_note(row, "row") is None  # no time limit to blame
@@ -388,7 +388,7 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     row = next(line for line in section.splitlines() if line.startswith("| reversal | Stack-LSTM |"))
     # train: 1.00 ± 0.00 both; test coarse mean 0.70, std 0.1414; fine 0.97 ± 0.01; the paper's 1.00 / 1.00 both
     assert "[1.00 ± 0.00 / 1.00 ± 0.00](transduction/reversal/stack-lstm.json) | 1.00 / 1.00 |" in row
-    assert "| 0.70 ± 0.14 / 0.97 ± 0.01 | 1.00 / 1.00 | 0.90 0.60 0.60 | 3 | `cpu` | 30 min |" in row
+    assert "| 0.70 ± 0.14 / 0.97 ± 0.01 | 1.00 / 1.00 | 0.90 0.60 0.60 | not recorded | 3 | `cpu` | 30 min |" in row
     assert row.endswith("| `abc1234` |")
     assert "| copy | Queue-LSTM | not run | 1.00 / 1.00 | — | 1.00 / 1.00 |" in section
     assert "| reversal | deep LSTM (8 layers) | not run | 0.95 / 0.98 | — | 0.04 / 0.13 |" in section
@@ -429,7 +429,7 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     (tmp_path / "transduction" / "svo-sov" / "queue-lstm.json").write_text(json.dumps(transduction_results([0.88])))
     section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
     row = next(line for line in section.splitlines() if line.startswith("| SVO→SOV | Queue-LSTM |"))
-    assert "| [1.00 / 1.00](transduction/svo-sov/queue-lstm.json) | 1.00 / 1.00 | 0.88 / 0.99 | 1.00 / 1.00 | 0.88 | 1 |" in row
+    assert "| [1.00 / 1.00](transduction/svo-sov/queue-lstm.json) | 1.00 / 1.00 | 0.88 / 0.99 | 1.00 / 1.00 | 0.88 | not recorded | 1 |" in row
     # a row run with a push bias of its own says so in its recipe
     biased = transduction_results([0.0])
     biased["model"].update(backbone="deque_lstm", memory_push_bias=-1.0)
@@ -444,7 +444,7 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     section = reproduce.summarize()[text.index("## Transduction with unbounded memory"):]
     row = next(line for line in section.splitlines()
                if line.startswith("| copy | DeQue-LSTM, bottom pushes started small |"))
-    assert "(transduction/copy/deque-lstm-queue-start.json) | 1.00 / 1.00 | 0.87 / 0.99 | 1.00 / 1.00 | 0.87 | 1 |" in row
+    assert "(transduction/copy/deque-lstm-queue-start.json) | 1.00 / 1.00 | 0.87 / 0.99 | 1.00 / 1.00 | 0.87 | not recorded | 1 |" in row
     assert "a target-side LSTM of its own, bottom push bias starting at -3;" in section
     assert ("100,000 training sequences of lengths 8–64, the first 3,000 updates drawn from those of at most 16 "
             "symbols") in section
@@ -457,6 +457,64 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     assert any(line.startswith("| reversal | Stack-LSTM, the paper's width (256) | [1.00 / 1.00]")
                for line in section.splitlines())
     assert "stack_lstm: 1 × 256 LSTM, embeddings 64, memory width 256, a target-side LSTM of its own;" in section
+
+
+def test_table_3_reports_the_seed_the_papers_rule_picks_the_lowest_last_training_loss(reproduce, tmp_path):
+    """The paper reports, per cell, its model of lowest average training perplexity: the pick column shows the test
+    cells of the seed with the lowest last logged training loss, never chosen on a test number, and says "not
+    recorded" unless every seed recorded that loss."""
+    row = transduction_results([0.8, 1.0, 0.0])
+    for seed, loss in zip(row["per_seed"].values(), (0.0009, 0.0004, 3.89)):
+        seed["train_loss"] = {"last_logged": loss, "update": 1000, "window": 100}
+    (tmp_path / "transduction" / "reversal").mkdir(parents=True)
+    path = tmp_path / "transduction" / "reversal" / "stack-lstm.json"
+    path.write_text(json.dumps(row))
+    line = lambda: next(line for line in reproduce.summarize().splitlines()
+                        if line.startswith("| reversal | Stack-LSTM |"))
+    assert "| 0.80 1.00 0.00 | 1.00 / 1.00 (seed 1) | 3 |" in line()
+    row["per_seed"]["1"]["train_loss"]["last_logged"] = 0.002  # now seed 0's loss is the lowest: its 0.80 is shown
+    path.write_text(json.dumps(row))
+    assert "| 0.80 1.00 0.00 | 0.80 / 0.98 (seed 0) | 3 |" in line()
+    del row["per_seed"]["2"]["train_loss"]  # a seed without the loss: no pick among the others
+    path.write_text(json.dumps(row))
+    assert "| 0.80 1.00 0.00 | not recorded | 3 |" in line()
+    # a training record, not a split: the row's summary leaves it out
+    from lexical_hf.results import summarize_row
+    assert set(summarize_row(row["per_seed"])["summary"]) == {"test", "validation"}
+
+
+def test_a_rows_training_losses_are_added_only_from_the_seed_folders_of_its_own_run(tmp_path):
+    """benchmarks/add_train_loss.py: each seed's last logged loss from its log_history.json, looked up across the
+    seed folders given; a folder of another run (other test metrics, or a log ending elsewhere) is refused."""
+    spec = importlib.util.spec_from_file_location("add_train_loss", REPO / "benchmarks" / "add_train_loss.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = transduction_results([1.0, 0.0])
+    row["settings"]["training"]["logging_steps"] = 100
+    for seed, updates in zip(row["per_seed"].values(), (700, 6000)):
+        seed["train_seconds"]["updates"] = updates
+    row_path = tmp_path / "row.json"
+    row_path.write_text(json.dumps(row))
+    for folder, seed, losses in (("a", "0", [(600, 0.01), (700, 0.0009)]), ("b", "1", [(5900, 3.9), (6000, 3.89)])):
+        seed_dir = tmp_path / folder / f"seed-{seed}"
+        seed_dir.mkdir(parents=True)
+        history = [{"step": step, "loss": loss} for step, loss in losses] + [{"step": losses[-1][0], "train_loss": 1.0}]
+        (seed_dir / "log_history.json").write_text(json.dumps(history))
+        (seed_dir / "metrics.json").write_text(json.dumps({"test": row["per_seed"][seed]["test"]}))
+    module.main([str(row_path), str(tmp_path / "a"), str(tmp_path / "b")])
+    added = json.loads(row_path.read_text())["per_seed"]
+    assert added["0"]["train_loss"] == {"last_logged": 0.0009, "update": 700, "window": 100}
+    assert added["1"]["train_loss"] == {"last_logged": 3.89, "update": 6000, "window": 100}
+    (tmp_path / "b" / "seed-1" / "metrics.json").write_text(json.dumps({"test": {"coarse_accuracy": 0.5}}))
+    with pytest.raises(SystemExit, match="seed 1: .* holds another run"):
+        module.main([str(row_path), str(tmp_path / "a"), str(tmp_path / "b")])
+    row["per_seed"]["1"]["train_seconds"]["updates"] = 5000
+    row_path.write_text(json.dumps(row))
+    (tmp_path / "b" / "seed-1" / "metrics.json").write_text(json.dumps({"test": row["per_seed"]["1"]["test"]}))
+    with pytest.raises(SystemExit, match="its log ends at update 6000, the row records 5000"):
+        module.main([str(row_path), str(tmp_path / "a"), str(tmp_path / "b")])
+    with pytest.raises(SystemExit, match="seed 1: no log_history.json"):
+        module.main([str(row_path), str(tmp_path / "a")])
 
 
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):

@@ -721,9 +721,15 @@ def test_a_training_loss_target_ends_training_at_the_first_logged_loss_below_it(
         result = run_on_own_files(tmp_path, "--max_steps", "12", "--eval_steps", "1000", "--logging_steps", "4",
                                   "--stop_at_train_loss", target, "--keep_seed_checkpoints", "true",
                                   "--output_dir", str(out))
-        training = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())["train_seconds"]
+        metrics = json.loads((out / "seeds" / "seed-0" / "metrics.json").read_text())
+        training = metrics["train_seconds"]
         results = json.loads((out / "results.json").read_text())
         assert results["settings"]["stop_at_train_loss"] == float(target)
+        # the loss a pick by training perplexity compares: the last one logged, at the last update
+        last = [entry for entry in json.loads((out / "seeds" / "seed-0" / "log_history.json").read_text())
+                if "loss" in entry][-1]
+        assert metrics["train_loss"] == {"last_logged": last["loss"], "update": training["updates"], "window": 4}
+        assert "train_loss" not in results["summary"]
         if target == "1000":  # the first log (update 4) is below it: stopped there, evaluated once and saved
             assert training["stopped_by_train_loss"] is True and training["updates"] == 4
             assert (result.stdout + result.stderr).count("'eval_exact_match'") == 1

@@ -232,6 +232,10 @@ def train_one_seed(seed, args, tokenizer, lexicon, tokenized, raw, seed_dir: Pat
             finished and trainer.state.global_step < seed_args.max_steps)
     if resume and seconds_before is None:
         metrics["train_seconds"]["earlier_segments_unrecorded"] = True
+    logged = [entry for entry in trainer.state.log_history if "loss" in entry]
+    if logged:  # the mean loss over the last logging window: what a pick by training perplexity compares
+        metrics["train_loss"] = {"last_logged": logged[-1]["loss"], "update": logged[-1]["step"],
+                                 "window": seed_args.logging_steps}
     if augmentation is not None:
         metrics["augmentation"] = augmentation
     return trainer, metrics
