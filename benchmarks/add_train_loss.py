@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from lexical_hf.files import replace_atomically
+
 
 def main(argv: list[str]) -> None:
     row_path, seed_folders = Path(argv[0]), [Path(folder) for folder in argv[1:]]
@@ -29,7 +31,7 @@ def main(argv: list[str]) -> None:
                              f"{metrics['train_seconds']['updates']}")
         metrics["train_loss"] = {"last_logged": last["loss"], "update": last["step"], "window": window}
         print(f"seed {seed}: last logged training loss {last['loss']:.3g} at update {last['step']}")
-    row_path.write_text(json.dumps(row, indent=1) + "\n")
+    replace_atomically(row_path, json.dumps(row, indent=1) + "\n")  # a row file is a result: never half written
 
 
 if __name__ == "__main__":
