@@ -91,7 +91,7 @@ def parse_args(argv=None):
     parser.add_argument("--decode", type=int, default=20, help="test sentences decoded in (d)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ours", default="", metavar="NAME=VALUE,…",
-                        help="model settings of ours over the preset's, e.g. mixture_normalization=code,probability_floor=1e-7")
+                        help="model settings of ours over the preset's, e.g. mixture_normalization=paper,probability_floor=0 (the paper's equations)")
     parser.add_argument("--out", default=str(ROOT / "results" / "diagnostics" / "paper_code_equivalence.json"))
     return parser.parse_args(argv)
 
@@ -627,7 +627,8 @@ def markdown(results: dict) -> str:
              f"Models: dim {results['sizes']['dim']}, {results['sizes']['layers']} layers, dropout 0.4, high drop = "
              "output_dropout 0.5, our weights copied into theirs (every parameter mapped or listed unused). Lexicon "
              f"rows that differ: {results['lexicon']['rows_that_differ'] or 'none'}. Batch: {results['batch']} training pairs. "
-             f"Ours: the paper/scan preset{' with ' + results['ours_settings'] if results.get('ours_settings') else ''}.", "",
+             f"Ours: the paper/scan preset{' with ' + results['ours_settings'] if results.get('ours_settings') else ''} "
+             f"(output layer: {output_settings(results)}).", "",
              "(a), (b), (c') are exact (threshold 1e-4 absolute, 1e-3 relative); (c) is statistical (|z| < 3 counts as "
              "the same; the error is the larger of sd/√N and the batch-means error). 'ours + code head' is our backbone "
              "with the code's output arithmetic.",
@@ -638,6 +639,14 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def output_settings(results: dict) -> str:
+    """Our output layer's two settings as the check ran them (rows written before they were recorded: the flags)."""
+    output = results.get("ours_output")
+    if output is None:
+        return results.get("ours_settings") or "the preset's settings"
+    return ",".join(f"{name}={value}" for name, value in output.items())
+
+
 def differences(results: dict) -> list[str]:
     """What the numbers say, in words (the structural notes come from reading both codes; the numbers test them)."""
     early, later = results["early"], results["later"]
@@ -646,7 +655,7 @@ def differences(results: dict) -> list[str]:
     grad = lambda stage: stage["b_gradients"]["ours"]
     same_head = max(stage["a_eval"]["per_token_max_abs_diff"]["ours"] for stage in (early, later)) < 1e-4
     normalisation = (
-        f"Output normalisation: ours with {results.get('ours_settings')} computes the code's to float rounding (eval "
+        f"Output normalisation: ours with {output_settings(results)} computes the code's to float rounding (eval "
         f"log p max abs diff {early['a_eval']['per_token_max_abs_diff']['ours']:.2g} early, "
         f"{later['a_eval']['per_token_max_abs_diff']['ours']:.2g} later; gradients "
         f"{grad(early)['max_relative_diff']:.2g} and {grad(later)['max_relative_diff']:.2g} relative)."
@@ -666,14 +675,15 @@ def differences(results: dict) -> list[str]:
         "(with `probability_floor=1e-7`) is the code's arithmetic: rerun with `--ours` to check.")
     return [
         normalisation,
-        "Probability floor: the code adds ε = 1e-7 to every class before the log (the preset: probability_floor 0); "
-        "it accounts for the remaining ~1e-5 between 'ours ÷ (1 − p(<unk>))' and the code.",
+        f"Probability floor: the code adds ε = 1e-7 to every class before the log (ours: {output_settings(results)}); "
+        "without it, it accounts for the remaining ~1e-5 between 'ours ÷ (1 − p(<unk>))' and the code.",
         "Forced </s>: the code adds +99999 to </s> at decoder step MAXLEN_Y − 1 (teacher forcing and decoding), so the "
         "final </s> of the longest training targets (48 tokens; "
         f"{later['longest_targets'].get('train_pairs_with_longest_target', 0)} training pairs) costs 0 and greedy "
         "outputs stop after 48 tokens; ours scores that </s> normally and decodes up to max_decode_length.",
-        "Dead output rows: the code's predict rows for <pad>, <s>, <unk> enter only through ε; ours (the preset's "
-        "mixture_normalization=paper) blocks <pad>/<s> before the softmax and trains the <unk> row.",
+        "Dead output rows: the code's predict rows for <pad>, <s>, <unk> enter only through ε; ours with "
+        f"mixture_normalization=paper blocks <pad>/<s> before the softmax and trains the <unk> row (ours: "
+        f"{output_settings(results)}).",
         "Same to float rounding (with the code's head arithmetic on our features): encoder (embedding dropout, packed "
         "2-layer LSTM), decoder initial state (encoder final h, c; o_0 = 0), input feeding, attention (query with "
         "bias, dot product with encoder states, padding masked), W_o over [emb; o_{i-1}; h_i; c_i] without a "
@@ -722,6 +732,8 @@ def run(args, workdir: Path) -> dict:
     sizes = (len(vocab_x), len(vocab_y), args.dim, args.dim)
     results = {"provenance": provenance(args, args.paper_code), "sizes": {"dim": args.dim, "layers": args.layers},
                "batch": args.batch, "preset": preset, "ours_settings": args.ours,
+               "ours_output": {"mixture_normalization": model.config.mixture_normalization,
+                               "probability_floor": model.config.probability_floor},
                "id_maps": id_map_report(tokenizer, vocab_x, vocab_y, source_map, target_map),
                "lexicon": compare_lexicons(model, tokenizer, vocab_x, vocab_y, code_lexicon, source_map)}
     pairs = pick_pairs(raw["train"], args.batch, random.Random(args.seed), exclude_target_length=max_y - 1)

@@ -321,7 +321,7 @@ def preset_changes(results: dict) -> dict[str, tuple]:
         return {}
     try:
         _, values = preset_defaults(model.get("backbone", "lstm"), results["preset"], results.get("benchmark"),
-                                    results.get("benchmark_config"))
+                                    results.get("benchmark_config"), lexicon=results.get("lexicon"))
     except (KeyError, ValueError):
         return {}
     names = {field.name for field in dataclasses.fields(ModelArguments)}

@@ -542,7 +542,8 @@ def test_a_row_run_before_its_preset_changed_a_model_setting_says_so(reproduce):
 
     _, preset = preset_defaults("lstm", "paper", "scan", "template_around_right")
     model = {"backbone": "lstm", **{name: preset[name] for name in (
-        "embedding_size", "gate", "feed_dropout", "combine_decoder_input", "attention_query_bias")}}
+        "embedding_size", "gate", "feed_dropout", "combine_decoder_input", "attention_query_bias",
+        "mixture_normalization", "probability_floor")}}
     row = {**fake_results([0.7]), "benchmark": "scan", "benchmark_config": "template_around_right", "lexicon": "simple",
            "model": {**model, "loss_normalization": "tokens"},
            "command": "python examples/run_lexical.py --benchmark scan --preset paper"}
@@ -556,3 +557,8 @@ def test_a_row_run_before_its_preset_changed_a_model_setting_says_so(reproduce):
     current = {**row, "model": {**model, "loss_normalization": preset["loss_normalization"]}}
     assert reproduce.preset_note(current, "row") is None
     assert reproduce.preset_note(fake_results([0.7]), "row") is None  # a row file that did not record its model
+    # without a lexicon the preset has no floor to give: a row that ran with none is current
+    plain = {**current, "lexicon": "none", "model": {**current["model"], "probability_floor": 0.0}}
+    assert reproduce.preset_note(plain, "LSTM (paper tier)") is None
+    assert reproduce.preset_note({**plain, "lexicon": "simple"}, "row") == (
+        f"The row “row” ran preset `paper` as it was then: `probability_floor` 0.0 (now {preset['probability_floor']}).")

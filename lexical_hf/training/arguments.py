@@ -73,8 +73,8 @@ class ModelArguments:
     attention_query_bias: bool | None = field(default=None, metadata={"help": "lstm: attention query with a bias (paper's code)"})
     gate: str | None = field(default=None, metadata={"help": "sigmoid (paper; default; preset cpu) | copy_token (paper's code; preset paper)"})
     loss_normalization: str | None = field(default=None, metadata={"help": "tokens (transformers; default) | sequences (paper's code: summed NLL / batch size)"})
-    mixture_normalization: str | None = field(default=None, metadata={"help": "paper (default: p_write over the generatable ids) | code (paper's code: mix, then renormalise without <unk>, dropping abstaining tokens' lexical mass)"})
-    probability_floor: float | None = field(default=None, metadata={"help": "ε added to each token's probability with a lexicon, p = (p + ε) / (1 + Gε) (paper's code: 1e-7; default 0: off)"})
+    mixture_normalization: str | None = field(default=None, metadata={"help": "paper (default: p_write over the generatable ids) | code (paper's code; preset paper on SCAN: mix, then renormalise without <unk>, dropping abstaining tokens' lexical mass)"})
+    probability_floor: float | None = field(default=None, metadata={"help": "ε added to each token's probability with a lexicon, p = (p + ε) / (1 + Gε) (paper's code and preset paper on SCAN: 1e-7; default 0: off)"})
     max_decode_length: int = field(default=128)
     # Transformer only (None: the preset's value, else LexicalSeq2SeqConfig's default)
     num_attention_heads: int | None = field(default=None, metadata={"help": "transformer: heads per attention (cpu preset: 4)"})
@@ -150,9 +150,10 @@ def preset_entry(tables: dict, preset: str, key: str) -> dict:
 
 
 def preset_defaults(backbone: str, preset: str | None, benchmark: str | None, config: str | None,
-                    augment: str | None = None) -> tuple[str, dict]:
+                    augment: str | None = None, lexicon: str | None = None) -> tuple[str, dict]:
     """The preset's name (the backbone's default when None) and the flag values it gives for this benchmark/config
-    (and augmentation method: its ``+<method>`` entry when the preset has one)."""
+    (and augmentation method: its ``+<method>`` entry when the preset has one). With ``lexicon="none"`` the
+    settings of the lexical mixture (``probability_floor``) are left out: there is no mixture to set."""
     tables = load_presets(backbone)
     preset = preset or DEFAULT_PRESET.get(backbone, "cpu" if "cpu" in tables else "none")
     if preset not in tables:
@@ -164,6 +165,8 @@ def preset_defaults(backbone: str, preset: str | None, benchmark: str | None, co
         keys = tuple(f"{k}+{augment}" for k in keys) + keys
     key = next(k for k in keys if k in table)
     values = {k: v for k, v in preset_entry(tables, preset, key).items() if v is not None}
+    if lexicon == "none":
+        values.pop("probability_floor", None)
     return preset, values
 
 
@@ -180,7 +183,8 @@ def parse_arguments(argv: list[str], program: str = "lexical-hf train"):
                         dataloader_pin_memory=torch.cuda.is_available())
     first, _ = parser.parse_known_args(argv)
     benchmark = resolve_benchmark(first.benchmark, first.train_file)
-    preset, values = preset_defaults(first.backbone, first.preset, benchmark, first.benchmark_config, first.augment)
+    preset, values = preset_defaults(first.backbone, first.preset, benchmark, first.benchmark_config, first.augment,
+                                     first.lexicon)
     if first.lexicon == "uniform" or first.lexicon_path:
         values.pop("lexicon_fallback", None)  # the uniform learner's fallback is its definition; a saved lexicon has its own
     parser.set_defaults(preset=preset, **values)
