@@ -245,7 +245,23 @@ def reduced_note(results: dict) -> str:
     return (f"Rows with preset `cpu` are reduced: {model['num_layers']}×{model['hidden_size']} {model['backbone'].upper()} "
             f"with {model['embedding_size']}-wide embeddings, dropout {model['dropout']}, batch {batch_text}, "
             f"{training['max_steps']:,} updates at a peak learning rate of {training['learning_rate']:g}, {selection} "
-            f"— the paper's preset is {PAPER_RECIPE} — and {CODE_DETAILS_NOTE}. Both decode greedily.")
+            f"— the paper's preset is {PAPER_RECIPE} — and {CODE_DETAILS_NOTE}{code_output_note(results)}. "
+            "Both decode greedily.")
+
+
+def code_output_note(results: dict) -> str:
+    """The clause for the paper code's output layer, where the `paper` preset of the row's benchmark uses it."""
+    from lexical_hf.training.arguments import preset_defaults
+
+    try:
+        _, paper = preset_defaults(results["model"].get("backbone", "lstm"), "paper", results.get("benchmark"),
+                                   results.get("benchmark_config"))
+    except (KeyError, ValueError):
+        return ""
+    if paper.get("mixture_normalization") != "code":
+        return ""
+    return (", and the equations' output layer where `paper` uses the code's (`mixture_normalization`, "
+            "`probability_floor`: [`gpu_fast_step.md`](gpu_fast_step.md))")
 
 
 def row_batch(training: dict) -> str:

@@ -199,6 +199,14 @@ def test_the_reduced_note_says_how_batches_were_grouped(reproduce):
     assert "batch 64," in reproduce.reduced_note(random_batches)
 
 
+def test_the_reduced_note_names_the_output_layer_only_where_the_paper_preset_uses_the_codes(reproduce):
+    row = cpu_row([{"test": {"exact_match": 0.5}}])
+    scan = reproduce.reduced_note({**row, "benchmark": "scan", "benchmark_config": "addprim_jump"})
+    assert "the equations' output layer where `paper` uses the code's (`mixture_normalization`" in scan
+    for benchmark in ("cogs", None):  # the paper preset of COGS keeps the equations; a row without its benchmark
+        assert "output layer" not in reproduce.reduced_note({**row, "benchmark": benchmark}), benchmark
+
+
 def test_a_syntactic_attention_rows_reduced_note_compares_it_with_its_own_paper_preset(reproduce):
     row = cpu_row([{"test": {"exact_match": 0.5}}])
     row = {**row, "model": {**row["model"], "backbone": "syntactic_attention", "hidden_size": 100, "num_layers": 1},
