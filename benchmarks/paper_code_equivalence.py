@@ -640,7 +640,8 @@ def markdown(results: dict) -> str:
 
 
 def output_settings(results: dict) -> str:
-    """Our output layer's two settings as the check ran them (rows written before they were recorded: the flags)."""
+    """Our output layer's two settings as the check ran them (for reports written before they were recorded: the
+    `--ours` flags)."""
     output = results.get("ours_output")
     if output is None:
         return results.get("ours_settings") or "the preset's settings"
