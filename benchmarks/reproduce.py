@@ -251,14 +251,7 @@ def reduced_note(results: dict) -> str:
 
 def code_output_note(results: dict) -> str:
     """The clause for the paper code's output layer, where the `paper` preset of the row's benchmark uses it."""
-    from lexical_hf.training.arguments import preset_defaults
-
-    try:
-        _, paper = preset_defaults(results["model"].get("backbone", "lstm"), "paper", results.get("benchmark"),
-                                   results.get("benchmark_config"))
-    except (KeyError, ValueError):
-        return ""
-    if paper.get("mixture_normalization") != "code":
+    if (row_preset_values(results, "paper") or {}).get("mixture_normalization") != "code":
         return ""
     return (", and the equations' output layer where `paper` uses the code's (`mixture_normalization`, "
             "`probability_floor`: [`gpu_fast_step.md`](gpu_fast_step.md))")
@@ -312,16 +305,23 @@ def examples_per_update(training: dict) -> int:
     return training["per_device_train_batch_size"] * (training.get("gradient_accumulation_steps") or 1)
 
 
-def recipe_training(results: dict) -> dict | None:
-    """The flag values that the row's preset gives its benchmark; None when the preset is unknown here."""
+def row_preset_values(results: dict, preset: str | None = None, lexicon: str | None = None) -> dict | None:
+    """The flag values that `preset` (default: the row's own) gives the row's backbone and benchmark, without the
+    lexical mixture's settings when `lexicon` is "none"; None when the preset is unknown here."""
     from lexical_hf.training.arguments import preset_defaults
 
     try:
-        _, values = preset_defaults(results.get("model", {}).get("backbone", "lstm"), results["preset"],
-                                    results.get("benchmark"), results.get("benchmark_config"))
+        _, values = preset_defaults(results.get("model", {}).get("backbone", "lstm"), preset or results["preset"],
+                                    results.get("benchmark"), results.get("benchmark_config"), lexicon=lexicon)
     except (KeyError, ValueError):
         return None
-    return values if "per_device_train_batch_size" in values else None
+    return values
+
+
+def recipe_training(results: dict) -> dict | None:
+    """The flag values that the row's preset gives its benchmark; None when the preset is unknown here."""
+    values = row_preset_values(results)
+    return values if values and "per_device_train_batch_size" in values else None
 
 
 def preset_changes(results: dict) -> dict[str, tuple]:
@@ -330,15 +330,11 @@ def preset_changes(results: dict) -> dict[str, tuple]:
     import dataclasses
 
     from lexical_hf import LexicalSeq2SeqConfig
-    from lexical_hf.training.arguments import OPTIONAL_MODEL_FIELDS, ModelArguments, preset_defaults
+    from lexical_hf.training.arguments import OPTIONAL_MODEL_FIELDS, ModelArguments
 
     model = results.get("model")
-    if not model:  # a row file that did not record its model
-        return {}
-    try:
-        _, values = preset_defaults(model.get("backbone", "lstm"), results["preset"], results.get("benchmark"),
-                                    results.get("benchmark_config"), lexicon=results.get("lexicon"))
-    except (KeyError, ValueError):
+    values = row_preset_values(results, lexicon=results.get("lexicon")) if model else None
+    if not values:  # a row file that did not record its model, or a preset unknown here
         return {}
     names = {field.name for field in dataclasses.fields(ModelArguments)}
     command = results.get("command", "")
