@@ -24,12 +24,13 @@ demo: install
 		--parallel_seeds 2 --output_dir outputs/colors-simple-demo --disable_tqdm true
 
 # One row of the paper's tables, e.g. `make reproduce TASK=scan-jump ROW=simple` (TIER=paper on a GPU; SEEDS=0-9;
-# EXTEND=1 adds the seeds run now to the existing row file instead of replacing it).
+# EXTEND=1 adds the seeds run now to the existing row file instead of replacing it; RERUN="why" runs SEEDS of the
+# row again, keeping their replaced entries in the row file).
 # Writes results/<task>/<row>.json (eng-cmn: results/mt/), outputs/reproduce/lexical-<task>-<row>/ and rebuilds results/README.md.
 # PUBLISH=1 only rebuilds the row's Hub-ready folder (its first seed, the row file's settings) and checks its metrics.
 TIER ?= cpu
 reproduce: install
-	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(EXTEND),--extend) $(if $(PUBLISH),--publish)
+	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/reproduce.py --task $(TASK) --row $(ROW) --tier $(TIER) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(EXTEND),--extend) $(if $(RERUN),--rerun "$(RERUN)") $(if $(PUBLISH),--publish)
 
 # Wheels for the lent GPU machine (Python 3.12, no package registry), which lacks datasets and two of its needs;
 # fsspec is pinned within datasets' range, and pyarrow (datasets 5.2 needs >= 24; the image had 25.0.1 on 2026-11-26)

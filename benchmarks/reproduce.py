@@ -5,6 +5,7 @@
     python benchmarks/reproduce.py --task scan-jump --row simple           # SCAN addprim_jump, CPU tier, 5 seeds
     python benchmarks/reproduce.py --task scan-jump --row simple --tier paper --seeds 0-9   # GPU tier
     python benchmarks/reproduce.py --task scan-jump --row lstm --seeds 2-4 --extend   # add seeds to a row file
+    python benchmarks/reproduce.py --task copy --row queue-lstm --seeds 1 --rerun "stopped by hand"  # a seed again
     python benchmarks/reproduce.py --task scan-jump --row simple --publish # only the row's Hub-ready folder
     python benchmarks/reproduce.py --task scan-simple --row syntatt       # Syntactic Attention's SCAN splits, 10 seeds
     python benchmarks/reproduce.py --task reversal --row stack-lstm       # a Table 3 cell of Grefenstette et al., 3 seeds
@@ -408,7 +409,8 @@ def run_row(args) -> Path:
     With `--extend` and an existing row file, the new seeds train in a scratch folder beside the row's
     (`<folder>.extend`) and are merged into the row only if they are new seeds of the same settings (`extend_row`);
     the row's folder then gets the new seeds' folders, its first seed's weights when that seed is a new one, and the
-    merged results and card. A refused extension leaves the row file and the row's folder as they were."""
+    merged results and card. A refused extension leaves the row file and the row's folder as they were. `--rerun`
+    does the same with seeds already in the row (`rerun_row`), whose earlier entries the row file keeps as superseded."""
     from lexical_hf.files import replace_atomically
     from lexical_hf.results import parse_seeds
 
@@ -417,11 +419,22 @@ def run_row(args) -> Path:
     seeds = args.seeds or default_seeds[args.tier]
     row_dir = Path(args.output_root) / folder_name(args.task, args.row, args.tier)
     target = row_file(args.task, args.row, args.tier)
-    extending = args.extend and target.exists()
+    extending = (args.extend and target.exists()) or args.rerun is not None
     if extending:  # say it before hours of training
-        shared = set(parse_seeds(seeds)) & set(json.loads(target.read_text())["seeds"])
-        if shared:
-            raise SystemExit(f"--extend: seeds {sorted(shared)} are already in {os.path.relpath(target, REPO)}")
+        where = os.path.relpath(target, REPO)
+        if not target.exists():
+            raise SystemExit(f"--rerun: there is no row file {where} to run seeds again in")
+        row = json.loads(target.read_text())
+        asked = set(parse_seeds(seeds))
+        if args.extend and asked & set(row["seeds"]):
+            raise SystemExit(f"--extend: seeds {sorted(asked & set(row['seeds']))} are already in {where}")
+        if args.rerun is not None:
+            missing = asked - set(row["seeds"])
+            again = {int(seed) for seed in row.get("superseded_seeds") or {}} & asked
+            if not args.rerun.strip() or missing or again:
+                raise SystemExit(f"--rerun: " + ("say why the seeds are run again" if not args.rerun.strip() else
+                                 f"seeds {sorted(missing)} are not in {where}" if missing else
+                                 f"seeds {sorted(again)} were run again before (see superseded_seeds in {where})"))
     output_dir = row_dir.with_name(row_dir.name + ".extend") if extending else row_dir
     command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *task_args, *row_args,
                "--preset", "paper" if args.task == "colors" else args.tier, "--seeds", seeds,
@@ -435,8 +448,9 @@ def run_row(args) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads((output_dir / "results.json").read_text())
     results["reproduce_command"] = " ".join(["python", "benchmarks/reproduce.py", *sys.argv[1:]])
-    if extending:
-        results = extend_row(json.loads(target.read_text()), results)  # raises before anything of the row changes
+    if extending:  # raises before anything of the row changes
+        earlier = json.loads(target.read_text())
+        results = rerun_row(earlier, results, args.rerun) if args.rerun is not None else extend_row(earlier, results)
         merge_into_row_folder(output_dir, row_dir, results)
     replace_atomically(target, json.dumps(results, indent=1) + "\n")
     print(f"wrote {os.path.relpath(target, REPO)} and {row_dir}")
@@ -597,12 +611,13 @@ def stopped_by_hand(row: dict) -> list[str]:
             if metrics.get("train_seconds", {}).get("stopped_by_request")]
 
 
-def extend_row(earlier: dict, new: dict) -> dict:
-    """The row file of `earlier`'s seeds plus `new`'s (`--extend`): per-seed metrics merged, summary recomputed.
+RUN_KEYS = ("command", "reproduce_command", "seeds", "machine", "source_revision")  # one run's record in a row file
 
-    Raises `ValueError` when the two runs differ in anything but seeds, machine and a time limit that stopped no seed,
-    or share a seed."""
-    from lexical_hf.results import settings_differences, summarize_row
+
+def check_same_settings(earlier: dict, new: dict, flag: str) -> None:
+    """Raises `ValueError` when two runs of a row differ in anything but seeds, machine and a time limit that stopped
+    no seed."""
+    from lexical_hf.results import settings_differences
 
     differing = [key for key in SAME_ROW_KEYS if row_setting(earlier, key) != row_setting(new, key)]
     if earlier.get("settings") and new.get("settings"):  # recorded since 2026-11-25: everything the seeds depend on
@@ -611,23 +626,70 @@ def extend_row(earlier: dict, new: dict) -> dict:
         differing += settings_differences(earlier["settings"], new["settings"],
                                           ignore=("max_train_minutes",) if unused_limit else ())
     if differing:
-        raise ValueError(f"--extend: the existing row file was run with other settings ({', '.join(differing)}); "
+        raise ValueError(f"{flag}: the existing row file was run with other settings ({', '.join(differing)}); "
                          "rerun every seed instead")
+
+
+def extend_row(earlier: dict, new: dict) -> dict:
+    """The row file of `earlier`'s seeds plus `new`'s (`--extend`): per-seed metrics merged, summary recomputed.
+
+    Raises `ValueError` when the two runs differ in anything but seeds, machine and a time limit that stopped no seed,
+    or share a seed."""
+    from lexical_hf.results import summarize_row
+
+    check_same_settings(earlier, new, "--extend")
     shared = set(earlier["per_seed"]) & set(new["per_seed"])
     if shared:
         raise ValueError(f"--extend: seeds {sorted(shared, key=int)} are already in the row file")
     per_seed = {**earlier["per_seed"], **new["per_seed"]}
     per_seed = {seed: per_seed[seed] for seed in sorted(per_seed, key=int)}
-    run_keys = ("command", "reproduce_command", "seeds", "machine", "source_revision")
-    runs = earlier.get("runs") or [{key: earlier.get(key) for key in run_keys}]
-    runs = runs + [{key: new.get(key) for key in run_keys}]
+    runs = earlier.get("runs") or [{key: earlier.get(key) for key in RUN_KEYS}]
+    runs = runs + [{key: new.get(key) for key in RUN_KEYS}]
     merged = {**new, "run_name": earlier.get("run_name", new.get("run_name")), "seeds": [int(seed) for seed in per_seed],
               "per_seed": per_seed, "runs": runs}
+    if earlier.get("superseded_seeds"):  # seeds run again earlier (`--rerun`): their replaced entries stay on record
+        merged["superseded_seeds"] = earlier["superseded_seeds"]
     # every machine and every code revision that trained some of the seeds, in order
     merged["machine"] = " | ".join(dict.fromkeys(run["machine"] for run in runs if run.get("machine")))
     revisions = dict.fromkeys(run.get("source_revision") for run in runs)
     merged["source_revision"] = " | ".join(r or "unrecorded" for r in revisions) if len(revisions) > 1 else new.get("source_revision")
     merged.update(summarize_row(per_seed))
+    return merged
+
+
+def rerun_row(earlier: dict, new: dict, why: str) -> dict:
+    """The row file of `earlier` with the seeds of `new` run again (`--rerun`): each rerun seed's entry replaces the
+    earlier one, which moves to `superseded_seeds` with `why` and the record of the run that trained it.
+
+    Raises `ValueError` when `why` is empty, when the runs differ in settings (as `extend_row`), when a seed of `new`
+    is not in the row file, or when it was run again before."""
+    rerun = set(new["per_seed"])
+    if not why.strip():
+        raise ValueError("--rerun: say why the seeds are run again; the reason is kept beside the entries replaced")
+    check_same_settings(earlier, new, "--rerun")
+    missing = rerun - set(earlier["per_seed"])
+    if missing:
+        raise ValueError(f"--rerun: seeds {sorted(missing, key=int)} are not in the row file (--extend adds new seeds)")
+    again = rerun & set(earlier.get("superseded_seeds") or {})
+    if again:
+        raise ValueError(f"--rerun: seeds {sorted(again, key=int)} were run again before; their first entries are "
+                         "under superseded_seeds, and a row file keeps one replaced entry per seed")
+    runs = earlier.get("runs") or [{key: earlier.get(key) for key in RUN_KEYS}]
+    superseded = dict(earlier.get("superseded_seeds") or {})
+    for seed in rerun:
+        run = next((run for run in runs if int(seed) in (run.get("seeds") or [])), {})
+        superseded[seed] = {**earlier["per_seed"][seed], "why": why,
+                            **{key: run[key] for key in ("command", "machine", "source_revision") if run.get(key)}}
+    runs = [{**run, "seeds": [s for s in run.get("seeds") or [] if str(s) not in rerun]} for run in runs]
+    kept_seeds = {s: m for s, m in earlier["per_seed"].items() if s not in rerun}
+    kept = {**earlier, "per_seed": kept_seeds, "seeds": [int(s) for s in kept_seeds],
+            "runs": [run for run in runs if run["seeds"]]}
+    if kept["per_seed"]:
+        merged = extend_row(kept, new)
+    else:  # every seed of the row was run again: the new run is the whole row
+        merged = {**new, "run_name": earlier.get("run_name", new.get("run_name")),
+                  "runs": [{key: new.get(key) for key in RUN_KEYS}]}
+    merged["superseded_seeds"] = {seed: superseded[seed] for seed in sorted(superseded, key=int)}
     return merged
 
 
@@ -937,6 +999,9 @@ def main(argv=None):
     parser.add_argument("--summarize", action="store_true", help="only rebuild results/README.md and the figures")
     parser.add_argument("--extend", action="store_true",
                         help="add the seeds run now to the existing row file (same settings, new seeds) instead of replacing it")
+    parser.add_argument("--rerun", metavar="WHY", default=None,
+                        help="run --seeds again in the existing row file (same settings): their new entries replace "
+                             "the earlier ones, which the row file keeps under superseded_seeds with WHY")
     parser.add_argument("--publish", action="store_true",
                         help="only rebuild the row's Hub-ready folder from its row file's first seed and settings, "
                              "and check its metrics against the row's (the row file is not changed)")
@@ -946,14 +1011,18 @@ def main(argv=None):
     if args.summarize:
         print(summarize())
         return 0
+    if args.extend and args.rerun is not None:
+        parser.error("--extend adds new seeds and --rerun runs seeds of the row again: one at a time")
+    if args.rerun is not None and not args.seeds:
+        parser.error("--rerun needs --seeds: the seeds of the row to run again")
     if not (args.task and args.row):
         parser.error("--task and --row are required (or --summarize)")
     if (args.task in TRANSDUCTION_TASKS) != (args.row in MEMORY_ROWS):
         parser.error(f"--row {args.row} does not run on --task {args.task}: the transduction tasks "
                      f"({', '.join(TRANSDUCTION_TASKS)}) take the rows {', '.join(MEMORY_ROWS)}, and only they do")
     if args.publish:
-        if args.seeds or args.extend:
-            parser.error("--publish trains the row file's first seed; it takes neither --seeds nor --extend")
+        if args.seeds or args.extend or args.rerun is not None:
+            parser.error("--publish trains the row file's first seed; it takes neither --seeds, --extend nor --rerun")
         return publish_row(args)
     run_row(args)
     print(summarize())

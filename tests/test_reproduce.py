@@ -191,6 +191,42 @@ def test_extend_adds_new_seeds_to_a_row_and_refuses_other_settings_or_repeated_s
         reproduce.extend_row(simple_earlier, {**recorded, "model": {**recorded["model"], "loss_normalization": "sequences"}})
 
 
+def test_rerun_replaces_a_seeds_entry_and_keeps_the_replaced_one_with_its_reason_and_run(reproduce):
+    earlier = cpu_row([{"test": {"exact_match": 0.2}}, {"test": {"exact_match": 0.4}}, {"test": {"exact_match": 0.0}}])
+    earlier.update(command="run seeds 0-2", source_revision="aaaaaaa")
+    again = cpu_row([{"test": {"exact_match": 0.9}}])
+    again["per_seed"] = {"2": again["per_seed"]["0"]}
+    again.update(seeds=[2], command="run seed 2", machine="another machine", source_revision="bbbbbbb")
+    merged = reproduce.rerun_row(earlier, again, "stopped by hand at 1,000 updates")
+    assert merged["seeds"] == [0, 1, 2] and merged["per_seed"]["2"]["test"]["exact_match"] == 0.9
+    assert merged["summary"]["test"]["exact_match"]["mean"] == pytest.approx(0.5)
+    assert merged["superseded_seeds"]["2"] == {**earlier["per_seed"]["2"], "why": "stopped by hand at 1,000 updates",
+                                               "command": "run seeds 0-2", "machine": "test machine",
+                                               "source_revision": "aaaaaaa"}
+    assert [(run["command"], run["seeds"]) for run in merged["runs"]] == [("run seeds 0-2", [0, 1]), ("run seed 2", [2])]
+    assert merged["source_revision"] == "aaaaaaa | bbbbbbb"
+    # a later --extend keeps the replaced entries (it used to drop every key the new run did not have)
+    later = cpu_row([{"test": {"exact_match": 1.0}}])
+    later["per_seed"] = {"3": later["per_seed"]["0"]}
+    later.update(seeds=[3], command="run seed 3")
+    extended = reproduce.extend_row(merged, later)
+    assert extended["seeds"] == [0, 1, 2, 3] and extended["superseded_seeds"] == merged["superseded_seeds"]
+    with pytest.raises(ValueError, match=r"seeds \['2'\] were run again before"):
+        reproduce.rerun_row(extended, again, "once more")
+    with pytest.raises(ValueError, match=r"seeds \['5'\] are not in the row file"):
+        reproduce.rerun_row(earlier, {**again, "per_seed": {"5": again["per_seed"]["2"]}}, "why")
+    with pytest.raises(ValueError, match="say why"):
+        reproduce.rerun_row(earlier, again, " ")
+    with pytest.raises(ValueError, match="--rerun: the existing row file was run with other settings.*training"):
+        reproduce.rerun_row(earlier, {**again, "training": {**again["training"], "max_steps": 1600}}, "why")
+    # every seed run again: the new run is the whole row, the earlier entries all kept
+    whole = cpu_row([{"test": {"exact_match": 0.7}}])
+    whole.update(command="run seed 0 again", source_revision="ccccccc")
+    alone = reproduce.rerun_row({**earlier, "per_seed": {"0": earlier["per_seed"]["0"]}, "seeds": [0]}, whole, "why")
+    assert alone["seeds"] == [0] and [run["command"] for run in alone["runs"]] == ["run seed 0 again"]
+    assert alone["source_revision"] == "ccccccc" and alone["superseded_seeds"]["0"]["command"] == "run seeds 0-2"
+
+
 def test_the_reduced_note_says_how_batches_were_grouped(reproduce):
     row = cpu_row([{"test": {"exact_match": 0.5}}])
     assert "batch 64 (grouped by source length)" in reproduce.reduced_note(row)
@@ -302,6 +338,39 @@ def test_extend_trains_aside_and_merges_only_new_seeds_of_the_same_settings(repr
         reproduce.main([*row_args, "--seeds", "2", "--extend", *tiny, "--max_eval_samples", "2"])
     assert json.loads(row_path.read_text()) == row and json.loads((folder / "results.json").read_text()) == in_folder
     assert (folder / "model.safetensors").read_bytes() == weights
+
+
+def test_rerun_trains_aside_and_replaces_only_seeds_of_the_row(reproduce, tmp_path, monkeypatch):
+    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
+    (tmp_path / "test.tsv").write_text("dax dax\tRED RED\nlug lug\tBLUE BLUE\nlug dax\tBLUE RED\n")
+    monkeypatch.setitem(reproduce.TASKS, "colors", (
+        ["--train_file", str(tmp_path / "train.tsv"), "--test_file", str(tmp_path / "test.tsv")],
+        *reproduce.TASKS["colors"][1:]))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    tiny = ["--embedding_size", "8", "--hidden_size", "8", "--num_layers", "1", "--max_steps", "3"]
+    root = tmp_path / "outputs"
+    row_args = ["--task", "colors", "--row", "simple", "--output_root", str(root), "--parallel_seeds", "1"]
+    with pytest.raises(SystemExit, match="no row file"):  # before any training
+        reproduce.main([*row_args, "--seeds", "0", "--rerun", "why", *tiny])
+    assert reproduce.main([*row_args, "--seeds", "0-1", *tiny]) == 0
+    row_path, folder = tmp_path / "colors" / "simple.json", root / "lexical-colors-simple"
+    first = json.loads(row_path.read_text())
+    for refused in (["--seeds", "1-2", "--rerun", "why"], ["--seeds", "1", "--rerun", ""]):
+        with pytest.raises(SystemExit, match="--rerun: (seeds \\[2\\] are not in|say why)"):
+            reproduce.main([*row_args, *refused, *tiny])
+    with pytest.raises(SystemExit):  # argparse: one of --extend and --rerun
+        reproduce.main([*row_args, "--seeds", "1", "--extend", "--rerun", "why", *tiny])
+
+    assert reproduce.main([*row_args, "--seeds", "1", "--rerun", "checking that a seed reruns", *tiny]) == 0
+    row = json.loads(row_path.read_text())
+    assert row["seeds"] == [0, 1] and row["per_seed"]["1"]["test"] == first["per_seed"]["1"]["test"]  # deterministic
+    assert row["superseded_seeds"]["1"]["why"] == "checking that a seed reruns"
+    assert [run["seeds"] for run in row["runs"]] == [[0], [1]]
+    assert json.loads((folder / "results.json").read_text())["superseded_seeds"] == row["superseded_seeds"]
+    assert (folder / "seeds" / "seed-1" / "metrics.json").is_file() and not (root / "lexical-colors-simple.extend").exists()
+    with pytest.raises(SystemExit, match=r"seeds \[1\] were run again before"):
+        reproduce.main([*row_args, "--seeds", "1", "--rerun", "again", *tiny])
 
 
 def test_a_row_stopped_by_a_time_limit_says_how_far_its_seeds_got(reproduce, tmp_path):
