@@ -429,12 +429,10 @@ def run_row(args) -> Path:
         if args.extend and asked & set(row["seeds"]):
             raise SystemExit(f"--extend: seeds {sorted(asked & set(row['seeds']))} are already in {where}")
         if args.rerun is not None:
-            missing = asked - set(row["seeds"])
-            again = {int(seed) for seed in row.get("superseded_seeds") or {}} & asked
-            if not args.rerun.strip() or missing or again:
-                raise SystemExit(f"--rerun: " + ("say why the seeds are run again" if not args.rerun.strip() else
-                                 f"seeds {sorted(missing)} are not in {where}" if missing else
-                                 f"seeds {sorted(again)} were run again before (see superseded_seeds in {where})"))
+            try:
+                check_rerun(row, {str(seed) for seed in asked}, args.rerun)
+            except ValueError as error:
+                raise SystemExit(f"{error} ({where})")
     output_dir = row_dir.with_name(row_dir.name + ".extend") if extending else row_dir
     command = [sys.executable, str(REPO / "examples" / "run_lexical.py"), *task_args, *row_args,
                "--preset", "paper" if args.task == "colors" else args.tier, "--seeds", seeds,
@@ -657,6 +655,19 @@ def extend_row(earlier: dict, new: dict) -> dict:
     return merged
 
 
+def check_rerun(row: dict, seeds: set[str], why: str) -> None:
+    """Raises `ValueError` unless `seeds` of the row file `row` may be run again for the reason `why`."""
+    if not why.strip():
+        raise ValueError("--rerun: say why the seeds are run again; the reason is kept beside the entries replaced")
+    missing = seeds - set(row["per_seed"])
+    if missing:
+        raise ValueError(f"--rerun: seeds {sorted(map(int, missing))} are not in the row file (--extend adds new seeds)")
+    again = seeds & set(row.get("superseded_seeds") or {})
+    if again:
+        raise ValueError(f"--rerun: seeds {sorted(map(int, again))} were run again before; their first entries are "
+                         "under superseded_seeds, and a row file keeps one replaced entry per seed")
+
+
 def rerun_row(earlier: dict, new: dict, why: str) -> dict:
     """The row file of `earlier` with the seeds of `new` run again (`--rerun`): each rerun seed's entry replaces the
     earlier one, which moves to `superseded_seeds` with `why` and the record of the run that trained it.
@@ -664,16 +675,8 @@ def rerun_row(earlier: dict, new: dict, why: str) -> dict:
     Raises `ValueError` when `why` is empty, when the runs differ in settings (as `extend_row`), when a seed of `new`
     is not in the row file, or when it was run again before."""
     rerun = set(new["per_seed"])
-    if not why.strip():
-        raise ValueError("--rerun: say why the seeds are run again; the reason is kept beside the entries replaced")
+    check_rerun(earlier, rerun, why)
     check_same_settings(earlier, new, "--rerun")
-    missing = rerun - set(earlier["per_seed"])
-    if missing:
-        raise ValueError(f"--rerun: seeds {sorted(missing, key=int)} are not in the row file (--extend adds new seeds)")
-    again = rerun & set(earlier.get("superseded_seeds") or {})
-    if again:
-        raise ValueError(f"--rerun: seeds {sorted(again, key=int)} were run again before; their first entries are "
-                         "under superseded_seeds, and a row file keeps one replaced entry per seed")
     runs = earlier.get("runs") or [{key: earlier.get(key) for key in RUN_KEYS}]
     superseded = dict(earlier.get("superseded_seeds") or {})
     for seed in rerun:

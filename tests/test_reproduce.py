@@ -211,9 +211,9 @@ def test_rerun_replaces_a_seeds_entry_and_keeps_the_replaced_one_with_its_reason
     later.update(seeds=[3], command="run seed 3")
     extended = reproduce.extend_row(merged, later)
     assert extended["seeds"] == [0, 1, 2, 3] and extended["superseded_seeds"] == merged["superseded_seeds"]
-    with pytest.raises(ValueError, match=r"seeds \['2'\] were run again before"):
+    with pytest.raises(ValueError, match=r"seeds \[2\] were run again before"):
         reproduce.rerun_row(extended, again, "once more")
-    with pytest.raises(ValueError, match=r"seeds \['5'\] are not in the row file"):
+    with pytest.raises(ValueError, match=r"seeds \[5\] are not in the row file"):
         reproduce.rerun_row(earlier, {**again, "per_seed": {"5": again["per_seed"]["2"]}}, "why")
     with pytest.raises(ValueError, match="say why"):
         reproduce.rerun_row(earlier, again, " ")
@@ -304,10 +304,9 @@ def test_publish_counts_a_nan_metric_as_a_difference(reproduce, capsys):
     assert "<-- differs" in capsys.readouterr().out
 
 
-def test_extend_trains_aside_and_merges_only_new_seeds_of_the_same_settings(reproduce, tmp_path, monkeypatch):
-    """--extend used to train into the row's folder before checking anything: a refused extension had already
-    replaced the folder's weights, and an accepted one left it with the new run's first seed and a card of the new
-    seeds only. Settings that results.json did not record (e.g. --max_eval_samples) merged silently."""
+def tiny_colors_row(reproduce, tmp_path, monkeypatch):
+    """A Colors row of four training pairs and a model of width 8 trained 3 updates: (row arguments, model
+    arguments, output root) for `reproduce.main`."""
     (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
     (tmp_path / "test.tsv").write_text("dax dax\tRED RED\nlug lug\tBLUE BLUE\nlug dax\tBLUE RED\n")
     monkeypatch.setitem(reproduce.TASKS, "colors", (
@@ -318,6 +317,14 @@ def test_extend_trains_aside_and_merges_only_new_seeds_of_the_same_settings(repr
     tiny = ["--embedding_size", "8", "--hidden_size", "8", "--num_layers", "1", "--max_steps", "3"]
     root = tmp_path / "outputs"
     row_args = ["--task", "colors", "--row", "simple", "--output_root", str(root), "--parallel_seeds", "1"]
+    return row_args, tiny, root
+
+
+def test_extend_trains_aside_and_merges_only_new_seeds_of_the_same_settings(reproduce, tmp_path, monkeypatch):
+    """--extend used to train into the row's folder before checking anything: a refused extension had already
+    replaced the folder's weights, and an accepted one left it with the new run's first seed and a card of the new
+    seeds only. Settings that results.json did not record (e.g. --max_eval_samples) merged silently."""
+    row_args, tiny, root = tiny_colors_row(reproduce, tmp_path, monkeypatch)
     assert reproduce.main([*row_args, "--seeds", "0", *tiny]) == 0
     row_path, folder = tmp_path / "colors" / "simple.json", root / "lexical-colors-simple"
     weights = (folder / "model.safetensors").read_bytes()
@@ -341,16 +348,7 @@ def test_extend_trains_aside_and_merges_only_new_seeds_of_the_same_settings(repr
 
 
 def test_rerun_trains_aside_and_replaces_only_seeds_of_the_row(reproduce, tmp_path, monkeypatch):
-    (tmp_path / "train.tsv").write_text("dax lug\tRED BLUE\nlug\tBLUE\ndax\tRED\nlug dax\tBLUE RED\n")
-    (tmp_path / "test.tsv").write_text("dax dax\tRED RED\nlug lug\tBLUE BLUE\nlug dax\tBLUE RED\n")
-    monkeypatch.setitem(reproduce.TASKS, "colors", (
-        ["--train_file", str(tmp_path / "train.tsv"), "--test_file", str(tmp_path / "test.tsv")],
-        *reproduce.TASKS["colors"][1:]))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    tiny = ["--embedding_size", "8", "--hidden_size", "8", "--num_layers", "1", "--max_steps", "3"]
-    root = tmp_path / "outputs"
-    row_args = ["--task", "colors", "--row", "simple", "--output_root", str(root), "--parallel_seeds", "1"]
+    row_args, tiny, root = tiny_colors_row(reproduce, tmp_path, monkeypatch)
     with pytest.raises(SystemExit, match="no row file"):  # before any training
         reproduce.main([*row_args, "--seeds", "0", "--rerun", "why", *tiny])
     assert reproduce.main([*row_args, "--seeds", "0-1", *tiny]) == 0
