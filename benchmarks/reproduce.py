@@ -114,6 +114,11 @@ MEMORY_ROWS = {
                                                 "bottom pushes started below pops",
                                                 ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                  "--memory_push_bias", "1", "--memory_bottom_push_bias", "-2"]),
+    # the same with the bottom pushes started between the two starts above (σ(-2.5) ≈ 0.076)
+    "deque-lstm-paper-width-low-bottom-start": ("DeQue-LSTM, the paper's width (256), top pushes started above pops, "
+                                                "bottom pushes started between small and below pops",
+                                                ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                                 "--memory_push_bias", "1", "--memory_bottom_push_bias", "-2.5"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
