@@ -119,6 +119,12 @@ MEMORY_ROWS = {
                                                 "bottom pushes started between small and below pops",
                                                 ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                  "--memory_push_bias", "1", "--memory_bottom_push_bias", "-2.5"]),
+    # the same with the bottom pushes started halfway in bias between the low and the mid starts (σ(-2.25) ≈ 0.095)
+    "deque-lstm-paper-width-mid-low-bottom-start": ("DeQue-LSTM, the paper's width (256), top pushes started above "
+                                                    "pops, bottom pushes started at σ(-2.25) ≈ 0.095",
+                                                    ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                                     "--memory_push_bias", "1", "--memory_bottom_push_bias",
+                                                     "-2.25"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
