@@ -467,7 +467,8 @@ def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cell
     assert row.endswith("| `abc1234` |")
     assert "| copy | Queue-LSTM | not run | 1.00 / 1.00 | — | 1.00 / 1.00 |" in section
     assert "| reversal | deep LSTM (8 layers) | not run | 0.95 / 0.98 | — | 0.04 / 0.13 |" in section
-    assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + 20  # header + 5 tasks × 4 models
+    table = section[:section.index("### Table 3 in the paper's layout")]
+    assert sum(line.startswith("| ") for line in table.splitlines()) == 1 + 20  # header + 5 tasks × 4 models
     recipe = next(line for line in section.splitlines() if line.startswith("Recipe of the rows run"))
     assert "1 × 64 LSTM" in recipe and "memory width 64" in recipe and "target-side LSTM of its own" in recipe
     assert "push bias" not in recipe  # nn.Linear's initialisation, the paper's: nothing to say
@@ -637,3 +638,36 @@ def test_a_row_run_before_its_preset_changed_a_model_setting_says_so(reproduce):
     assert reproduce.preset_note(plain, "LSTM (paper tier)") is None
     assert reproduce.preset_note({**plain, "lexicon": "simple"}, "row") == (
         f"The row “row” ran preset `paper` as it was then: `probability_floor` 0.0 (now {preset['probability_floor']}).")
+
+
+def test_table_3_in_the_papers_layout_applies_its_rule_over_every_model_of_an_architecture(reproduce, tmp_path):
+    """One cell per task and architecture: the models that met the loss target tie under the paper's rule, so the
+    cell spans them (variants included); where none met it, the model of lowest logged loss; where some loss was not
+    logged, the span over all. Never chosen on a test number."""
+    def row(test_coarse, met, losses=None):
+        results = transduction_results(test_coarse)
+        for index, seed in enumerate(results["per_seed"].values()):
+            seed["train_seconds"]["stopped_by_train_loss"] = met[index]
+            if losses:
+                seed["train_loss"] = {"last_logged": losses[index]}
+        return results
+
+    folder = tmp_path / "transduction" / "reversal"
+    folder.mkdir(parents=True)
+    (folder / "deque-lstm.json").write_text(json.dumps(row([0.0, 0.5], [False, True])))
+    (folder / "deque-lstm-paper-width-low-bottom-start.json").write_text(json.dumps(row([1.0, 0.9, 0.0], [True, True, False])))
+    (folder / "stack-lstm.json").write_text(json.dumps(row([0.9, 0.0], [False, False], losses=[0.5, 0.02])))
+    (folder / "queue-lstm.json").write_text(json.dumps(row([0.3, 0.1], [False, False])))
+    text = reproduce.summarize()
+    layout = text[text.index("### Table 3 in the paper's layout"):]
+    line = next(line for line in layout.splitlines() if line.startswith("| reversal |"))
+    cells = line.split(" | ")
+    # deep LSTM, Stack, Queue, DeQue, each beside the paper's cell
+    assert cells[1] == "not run" and cells[2] == "0.95/0.98 \\| 0.04/0.13 (8 layers)"
+    # the Stack's seed 1 has the lower loss: its 0.00 is reported, not seed 0's 0.90
+    assert cells[3] == "1.00/1.00 \\| 0.00/0.90 (none of 2 met the target; lowest loss: stack-lstm, seed 1)"
+    assert cells[5] == "1.00/1.00 \\| 0.10–0.30/0.91–0.93 (none of 2 met the target; not every loss logged: all 2)"
+    # the DeQue's three models that met the target, over both of its rows: 0.5, 1.0 and 0.9
+    assert cells[7] == "1.00/1.00 \\| 0.50–1.00/0.95–1.00 (3 of 5 met the target)"
+    assert cells[8] == "1.00/1.00 \\| 1.00/1.00 |"
+    assert "| copy | not run |" in layout
