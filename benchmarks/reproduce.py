@@ -890,15 +890,13 @@ def transduction_section() -> list[str]:
     return lines
 
 
-ARCHITECTURES = ("deep-lstm", "stack-lstm", "queue-lstm", "deque-lstm")  # Table 3's columns, in its order
-
-
 def papers_layout() -> list[str]:
     """Table 3 as the paper lays it out: one cell per task and architecture, the paper's beside ours. The paper
     trains a grid of settings per architecture and reports its model of lowest average training perplexity; our grid
     is every seed of every row of the architecture (its variants included). Models that met their row's loss target
     tie under that rule, so a cell gives how many met it and the span of their cells; where none did, the model of
     lowest logged loss, or the span of every model where some loss was not logged."""
+    architectures = [row for row in MEMORY_ROWS if row not in VARIANT_OF]  # Table 3's columns, in its order
     lines = ["### Table 3 in the paper's layout: the paper's rule over every model run", "",
              "The paper reports, per task and architecture, one model: the one of lowest average training perplexity "
              "over its grid of settings. Here the grid is every seed of every row above of that architecture, its "
@@ -908,11 +906,11 @@ def papers_layout() -> list[str]:
              "lowest, or, where some model did not log its loss, the span over every model. A span over the models "
              "that met the target is what the rule cannot decide: the paper's protocol could have reported any of "
              "them; a span over every model is a loss we did not log.", "",
-             "| task | " + " | ".join(f"{MEMORY_ROWS[arch][0]} | paper" for arch in ARCHITECTURES) + " |",
-             "|---|" + "---|---|" * len(ARCHITECTURES)]
+             "| task | " + " | ".join(f"{MEMORY_ROWS[arch][0]} | paper" for arch in architectures) + " |",
+             "|---|" + "---|---|" * len(architectures)]
     for task in TRANSDUCTION_TASKS:
         cells = []
-        for arch in ARCHITECTURES:
+        for arch in architectures:
             models = [(row, seed, metrics) for row in MEMORY_ROWS if VARIANT_OF.get(row, row) == arch
                       for tier in ("cpu", "paper") if (path := row_file(task, row, tier)).exists()
                       for seed, metrics in json.loads(path.read_text())["per_seed"].items()]
@@ -928,12 +926,11 @@ def layout_cell(models: list[tuple[str, str, dict]]) -> str:
     if not models:
         return "not run"
     met = [metrics for _, _, metrics in models if metrics["train_seconds"].get("stopped_by_train_loss")]
-    losses = [metrics.get("train_loss", {}).get("last_logged") for _, _, metrics in models]
+    by_name = {f"{row}, seed {seed}": metrics for row, seed, metrics in models}
     if met:
         chosen, how = met, f"{len(met)} of {len(models)} met the target"
-    elif None not in losses:
-        row, seed, metrics = models[losses.index(min(losses))]
-        chosen, how = [metrics], f"none of {len(models)} met the target; lowest loss: {row}, seed {seed}"
+    elif pick := lowest_training_loss({"per_seed": by_name}):
+        chosen, how = [by_name[pick]], f"none of {len(models)} met the target; lowest loss: {pick}"
     else:
         chosen, how = [metrics for _, _, metrics in models], f"none of {len(models)} met the target; not every loss logged: all {len(models)}"
 
