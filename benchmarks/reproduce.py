@@ -866,7 +866,9 @@ def transduction_section() -> list[str]:
              "training lengths), “test” lengths 65–128. The paper's deep-LSTM cell is its best of 1, 2, 4 and 8 layers. "
              "The paper reports one model per cell, the one of lowest average training perplexity; “ours test, the "
              "paper's pick” applies that rule to our seeds: the test cells of the seed whose last logged training "
-             "loss (the mean over its last logging window) is lowest, where every seed recorded it. Seeds trained to "
+             "loss (the mean over its last logging window) is lowest, where every seed recorded it (for seeds run before "
+             "it was recorded, as read back from their logs: [`diagnostics/recovered_train_losses.json`]"
+             "(diagnostics/recovered_train_losses.json)). Seeds trained to "
              "convergence all stop just under the loss target, so among them the pick is close to arbitrary. "
              "Commands, recipes and what was tried: [`neural_memory.md`](neural_memory.md).", "",
              "| task | model | ours train | paper train | ours test | paper test | test coarse per seed "

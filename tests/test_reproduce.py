@@ -593,6 +593,38 @@ def test_a_rows_training_losses_are_added_only_from_the_seed_folders_of_its_own_
         module.main([str(row_path), str(tmp_path / "a")])
 
 
+def test_recovered_training_losses_fill_only_the_seeds_without_one_and_at_the_rows_own_update(tmp_path):
+    """benchmarks/add_train_loss.py --recovered: losses read back from logs go to the seeds of the matching task, row
+    and seed that have none, stamped with their source; a seed with a loss keeps it; an entry at another update than
+    the row's is refused."""
+    spec = importlib.util.spec_from_file_location("add_train_loss", REPO / "benchmarks" / "add_train_loss.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = transduction_results([1.0, 0.0, 0.5])
+    row["settings"]["training"]["logging_steps"] = 100
+    for seed in row["per_seed"].values():
+        seed["train_seconds"]["updates"] = 6000
+    row["per_seed"]["0"]["train_loss"] = {"last_logged": 0.5, "update": 6000, "window": 100}
+    row_path = tmp_path / "reversal" / "deep-lstm.json"
+    row_path.parent.mkdir()
+    row_path.write_text(json.dumps(row))
+    entry = {"task": "reversal", "row": "deep-lstm", "update": 6000, "source": "diagnostics/losses.txt"}
+    recovered = tmp_path / "recovered.json"
+    recovered.write_text(json.dumps({"recovered": [{**entry, "seed": "0", "last_logged": 9.0},
+                                                   {**entry, "seed": "1", "last_logged": 2.25},
+                                                   {**entry, "row": "stack-lstm", "seed": "2", "last_logged": 1.0}]}))
+    module.main(["--recovered", str(recovered), str(row_path)])
+    added = json.loads(row_path.read_text())["per_seed"]
+    assert added["0"]["train_loss"] == {"last_logged": 0.5, "update": 6000, "window": 100}
+    assert added["1"]["train_loss"] == {"last_logged": 2.25, "update": 6000, "window": 100,
+                                        "recovered_from": "diagnostics/losses.txt"}
+    assert "train_loss" not in added["2"]
+    recovered.write_text(json.dumps({"recovered": [{**entry, "seed": "2", "update": 5900, "last_logged": 1.0}]}))
+    with pytest.raises(SystemExit, match="seed 2: the recovered loss is at update 5900, the row records 6000"):
+        module.main(["--recovered", str(recovered), str(row_path)])
+    assert "train_loss" not in json.loads(row_path.read_text())["per_seed"]["2"]
+
+
 def test_table_3_tasks_take_only_the_memory_rows(reproduce):
     with pytest.raises(SystemExit):
         reproduce.main(["--task", "reversal", "--row", "simple"])
