@@ -50,9 +50,9 @@ def from_recovered(recovered_path: Path, row_paths: list[Path]) -> None:
         window = row["settings"]["training"]["logging_steps"]
         added, absent = [], []
         for seed, metrics in row["per_seed"].items():
-            entry = recovered.get((row_path.parent.name, row_path.stem, seed))
             if "train_loss" in metrics:
                 continue
+            entry = recovered.get((row_path.parent.name, row_path.stem, seed))
             if entry is None:
                 absent.append(seed)
                 continue
