@@ -888,8 +888,9 @@ def transduction_section() -> list[str]:
                 results = json.loads(path.read_text())
                 lines.append(transduction_row(task, row, path, results, paper))
                 recipes.add(transduction_recipe(results))
-                notes += [note] if (note := hand_stopped_note(results, f"{TRANSDUCTION_TITLES[task]}, "
-                                                                        f"{MEMORY_ROWS[row][0]}")) else []
+                tier = path.stem.partition(".")[2]  # the row's label names its tier, and so does its note
+                notes += [note] if (note := hand_stopped_note(results, f"{TRANSDUCTION_TITLES[task]}, {MEMORY_ROWS[row][0]}"
+                                                                        + (f" ({tier} tier)" if tier else ""))) else []
     lines.append("")
     lines += [note + "\n" for note in notes]
     lines += [f"Recipe of the rows run: {recipe}.\n" for recipe in sorted(recipes)]

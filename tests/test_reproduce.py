@@ -423,6 +423,9 @@ def test_a_seed_stopped_by_hand_stays_in_its_row_and_is_named_under_its_table(re
     assert ("In the row “copy, Queue-LSTM”, seed 2 was stopped by hand after 4,000 of the recipe's 6,000 updates: its "
             "numbers are those of the weights reached, not of a finished seed.") in text
     assert reproduce.stopped_note(row, "row") is None  # no time limit to blame
+    # the same row's paper tier beside it: its note names the tier, as its label does
+    (tmp_path / "transduction" / "copy" / "queue-lstm.paper.json").write_text(json.dumps(row))
+    assert "In the row “copy, Queue-LSTM (paper tier)”, seed 2 was stopped by hand" in reproduce.summarize()
     for seed in row["per_seed"].values():
         seed["train_seconds"]["stopped_by_request"] = True
     assert "seeds 0, 1 and 2 were stopped by hand after 700, 700 and 4,000 of" in reproduce.hand_stopped_note(row, "row")
