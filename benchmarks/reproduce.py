@@ -415,6 +415,12 @@ def row_file(task: str, row: str, tier: str) -> Path:
     return RESULTS / task_folder(task) / f"{row}{suffix}.json"
 
 
+def row_label(path: Path) -> str:
+    """A row file's label in the tables: its row's name, and its tier where it is not the `cpu` tier."""
+    row, _, tier = path.stem.partition(".")
+    return ROWS[row][0] + (f" ({tier} tier)" if tier else "")
+
+
 def folder_name(task: str, row: str, tier: str) -> str:
     return f"lexical-{task}-{row}" + ("" if tier == "cpu" or task == "colors" else f"-{tier}")
 
@@ -795,11 +801,11 @@ def summarize() -> str:
         done = set()
         strips, run_notes = [], []
         for path, results in zip(files, row_results):
-            row, _, tier = path.stem.partition(".")
+            row = path.stem.partition(".")[0]
             values = metric_values(results, metric)
             mean, std = statistics.fmean(values), statistics.pstdev(values)
             paper = PAPER.get(task, {}).get(PAPER_ROW.get(row, row))
-            label = ROWS[row][0] + (f" ({tier} tier)" if tier else "")
+            label = row_label(path)
             wall = sum(seed.get("train_seconds", {}).get("value", 0.0) for seed in results["per_seed"].values())
             seeds = results["seeds"]
             seed_text = f"{len(seeds)} ({seeds[0]}–{seeds[-1]})" if seeds == list(range(seeds[0], seeds[-1] + 1)) else str(seeds)
@@ -888,9 +894,8 @@ def transduction_section() -> list[str]:
                 results = json.loads(path.read_text())
                 lines.append(transduction_row(task, row, path, results, paper))
                 recipes.add(transduction_recipe(results))
-                tier = path.stem.partition(".")[2]  # the row's label names its tier, and so does its note
-                notes += [note] if (note := hand_stopped_note(results, f"{TRANSDUCTION_TITLES[task]}, {MEMORY_ROWS[row][0]}"
-                                                                        + (f" ({tier} tier)" if tier else ""))) else []
+                notes += [note] if (note := hand_stopped_note(results, f"{TRANSDUCTION_TITLES[task]}, "
+                                                                        f"{row_label(path)}")) else []
     lines.append("")
     lines += [note + "\n" for note in notes]
     lines += [f"Recipe of the rows run: {recipe}.\n" for recipe in sorted(recipes)]
@@ -975,8 +980,7 @@ def transduction_row(task: str, row: str, path: Path, results: dict, paper: tupl
     time_cell = f"{wall / 60:.0f} min" + (f" ({' '.join(f'{n:,}' for n in updates)} updates{by_hand})" if updates else "")
     machine, code = machine_cell(results), code_cell(results, "unrecorded")
     link = f"[{cells[0]}]({task_folder(task)}/{path.name})"
-    tier = path.stem.partition(".")[2]
-    label = MEMORY_ROWS[row][0] + (f" ({tier} tier)" if tier else "")
+    label = row_label(path)
     if len(paper) > 2:  # the paper's deep-LSTM cell is its best depth; say ours beside it
         label += f" ({results['model']['num_layers']} layers; the paper's: {paper[2]})"
     return (f"| {TRANSDUCTION_TITLES[task]} | {label} | {link} | {paper_train} | {cells[1]} "
