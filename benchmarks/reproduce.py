@@ -130,6 +130,16 @@ MEMORY_ROWS = {
                                                     ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                      "--memory_push_bias", "1", "--memory_bottom_push_bias",
                                                      "-2.25"]),
+    # the two starts that get the headline cells at the top of the paper's learning-rate grid (its presets: 1e-3)
+    "stack-lstm-paper-width-push-start-lr-5e-3": ("Stack-LSTM, the paper's width (256), pushes started above pops, "
+                                                  "learning rate 5e-3",
+                                                  ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                                   "--memory_push_bias", "1", "--learning_rate", "5e-3"]),
+    "deque-lstm-paper-width-low-bottom-start-lr-5e-3": ("DeQue-LSTM, the paper's width (256), top pushes started above "
+                                                        "pops, bottom pushes at σ(-2.5), learning rate 5e-3",
+                                                        ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                                         "--memory_push_bias", "1", "--memory_bottom_push_bias",
+                                                         "-2.5", "--learning_rate", "5e-3"]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
