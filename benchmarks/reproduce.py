@@ -84,6 +84,10 @@ TRANSDUCTION_TASKS = {"copy": "copy", "reversal": "reversal", "bigram-flip": "bi
 TASKS.update({task: (["--benchmark", "transduction", "--benchmark_config", config], "coarse_accuracy",
                      {"cpu": "0-2", "paper": "0-2"}) for task, config in TRANSDUCTION_TASKS.items()})
 PAPER_WIDTH = ["--hidden_size", "256", "--memory_width", "256"]  # the paper's controller and memory width
+# the paper's optimiser (RMSProp at its presets' 1e-3, batch 10, clipping at 1 as every preset) at the `cpu` tier's
+# 300,000 sequences: 30,000 updates of 10 where the preset has 6,000 of 50 (rows for the `cpu` tier: the `paper` tier
+# trains this way already, to a cap of 100,000)
+PAPER_OPTIMISER = ["--optim", "rmsprop", "--per_device_train_batch_size", "10", "--max_steps", "30000"]
 MEMORY_ROWS = {
     "deep-lstm": ("deep LSTM", ["--backbone", "deep_lstm", "--lexicon", "none"]),
     # the preset's recipe trained longer: 20,000 updates over 1,000,000 sequences, one pass (the preset: 6,000 over
@@ -140,6 +144,17 @@ MEMORY_ROWS = {
                                                         ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                          "--memory_push_bias", "1", "--memory_bottom_push_bias",
                                                          "-2.5", "--learning_rate", "5e-3"]),
+    # the two starts trained with the paper's optimiser (RMSProp, batch 10) and the preset's sequence budget
+    # (30,000 updates of 10 in the `cpu` tier, as its 6,000 of 50), the target side still with LSTM weights of its own
+    "stack-lstm-paper-width-push-start-rmsprop": ("Stack-LSTM, the paper's width (256), pushes started above pops, "
+                                                  "RMSProp at batch 10",
+                                                  ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                                   "--memory_push_bias", "1", *PAPER_OPTIMISER]),
+    "deque-lstm-paper-width-low-bottom-start-rmsprop": ("DeQue-LSTM, the paper's width (256), top pushes started above "
+                                                        "pops, bottom pushes at σ(-2.5), RMSProp at batch 10",
+                                                        ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
+                                                         "--memory_push_bias", "1", "--memory_bottom_push_bias",
+                                                         "-2.5", *PAPER_OPTIMISER]),
 }
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
