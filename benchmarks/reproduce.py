@@ -140,18 +140,23 @@ MEMORY_ROWS = {
                                                   ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                    "--memory_push_bias", "1", "--learning_rate", "5e-3"]),
     "deque-lstm-paper-width-low-bottom-start-lr-5e-3": ("DeQue-LSTM, the paper's width (256), top pushes started above "
-                                                        "pops, bottom pushes at σ(-2.5), learning rate 5e-3",
+                                                        "pops, bottom pushes started between small and below pops, "
+                                                        "learning rate 5e-3",
                                                         ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                          "--memory_push_bias", "1", "--memory_bottom_push_bias",
                                                          "-2.5", "--learning_rate", "5e-3"]),
-    # the two starts trained with the paper's optimiser (RMSProp, batch 10) and the preset's sequence budget
-    # (30,000 updates of 10 in the `cpu` tier, as its 6,000 of 50), the target side still with LSTM weights of its own
+    # the rows of the headline cells trained with the paper's optimiser (RMSProp, batch 10) and the preset's
+    # sequence budget (30,000 updates of 10 in the `cpu` tier, as its 6,000 of 50), the target side still with LSTM
+    # weights of its own
+    "queue-lstm-rmsprop": ("Queue-LSTM, RMSProp at batch 10", ["--backbone", "queue_lstm", "--lexicon", "none",
+                                                                 *PAPER_OPTIMISER]),
     "stack-lstm-paper-width-push-start-rmsprop": ("Stack-LSTM, the paper's width (256), pushes started above pops, "
                                                   "RMSProp at batch 10",
                                                   ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                    "--memory_push_bias", "1", *PAPER_OPTIMISER]),
     "deque-lstm-paper-width-low-bottom-start-rmsprop": ("DeQue-LSTM, the paper's width (256), top pushes started above "
-                                                        "pops, bottom pushes at σ(-2.5), RMSProp at batch 10",
+                                                        "pops, bottom pushes started between small and below pops, "
+                                                        "RMSProp at batch 10",
                                                         ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                          "--memory_push_bias", "1", "--memory_bottom_push_bias",
                                                          "-2.5", *PAPER_OPTIMISER]),
