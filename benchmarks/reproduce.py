@@ -134,33 +134,16 @@ MEMORY_ROWS = {
                                                     ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
                                                      "--memory_push_bias", "1", "--memory_bottom_push_bias",
                                                      "-2.25"]),
-    # the two starts that get the headline cells at the top of the paper's learning-rate grid (its presets: 1e-3)
-    "stack-lstm-paper-width-push-start-lr-5e-3": ("Stack-LSTM, the paper's width (256), pushes started above pops, "
-                                                  "learning rate 5e-3",
-                                                  ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
-                                                   "--memory_push_bias", "1", "--learning_rate", "5e-3"]),
-    "deque-lstm-paper-width-low-bottom-start-lr-5e-3": ("DeQue-LSTM, the paper's width (256), top pushes started above "
-                                                        "pops, bottom pushes started between small and below pops, "
-                                                        "learning rate 5e-3",
-                                                        ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
-                                                         "--memory_push_bias", "1", "--memory_bottom_push_bias",
-                                                         "-2.5", "--learning_rate", "5e-3"]),
-    # the rows of the headline cells trained with the paper's optimiser (RMSProp, batch 10) and the preset's
-    # sequence budget (30,000 updates of 10 in the `cpu` tier, as its 6,000 of 50), the target side still with LSTM
-    # weights of its own
-    "queue-lstm-rmsprop": ("Queue-LSTM, RMSProp at batch 10", ["--backbone", "queue_lstm", "--lexicon", "none",
-                                                                 *PAPER_OPTIMISER]),
-    "stack-lstm-paper-width-push-start-rmsprop": ("Stack-LSTM, the paper's width (256), pushes started above pops, "
-                                                  "RMSProp at batch 10",
-                                                  ["--backbone", "stack_lstm", "--lexicon", "none", *PAPER_WIDTH,
-                                                   "--memory_push_bias", "1", *PAPER_OPTIMISER]),
-    "deque-lstm-paper-width-low-bottom-start-rmsprop": ("DeQue-LSTM, the paper's width (256), top pushes started above "
-                                                        "pops, bottom pushes started between small and below pops, "
-                                                        "RMSProp at batch 10",
-                                                        ["--backbone", "deque_lstm", "--lexicon", "none", *PAPER_WIDTH,
-                                                         "--memory_push_bias", "1", "--memory_bottom_push_bias",
-                                                         "-2.5", *PAPER_OPTIMISER]),
 }
+# the rows of the headline cells at the top of the paper's learning-rate grid (its presets: 1e-3), and trained with the
+# paper's optimiser (RMSProp, batch 10) and the preset's sequence budget, the target side still with LSTM weights of
+# its own
+for base in ("stack-lstm-paper-width-push-start", "deque-lstm-paper-width-low-bottom-start"):
+    label, flags = MEMORY_ROWS[base]
+    MEMORY_ROWS[f"{base}-lr-5e-3"] = (f"{label}, learning rate 5e-3", [*flags, "--learning_rate", "5e-3"])
+for base in ("queue-lstm", "stack-lstm-paper-width-push-start", "deque-lstm-paper-width-low-bottom-start"):
+    label, flags = MEMORY_ROWS[base]
+    MEMORY_ROWS[f"{base}-rmsprop"] = (f"{label}, RMSProp at batch 10", [*flags, *PAPER_OPTIMISER])
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
 VARIANT_OF = {row: row[:row.index("-lstm-") + len("-lstm")] for row in MEMORY_ROWS if "-lstm-" in row}
