@@ -706,3 +706,27 @@ def test_table_3_in_the_papers_layout_applies_its_rule_over_every_model_of_an_ar
     assert cells[7] == "1.00/1.00 \\| 0.50–1.00/0.95–1.00 (3 of 5 met the target)"
     assert cells[8] == "1.00/1.00 \\| 1.00/1.00 |"
     assert "| copy | not run |" in layout
+
+
+def test_table_3_with_the_papers_optimiser_keeps_only_the_rows_trained_with_rmsprop_at_batch_10(reproduce, tmp_path):
+    def row(test_coarse, met, optim, batch):
+        results = transduction_results(test_coarse)
+        results["settings"]["training"].update(optim=optim, per_device_train_batch_size=batch)
+        for index, seed in enumerate(results["per_seed"].values()):
+            seed["train_seconds"]["stopped_by_train_loss"] = met[index]
+        return results
+
+    folder = tmp_path / "transduction" / "reversal"
+    folder.mkdir(parents=True)
+    (folder / "stack-lstm.json").write_text(json.dumps(row([0.9, 1.0], [True, True], "adamw_torch", 50)))
+    (folder / "stack-lstm-paper-width-push-start-rmsprop.json").write_text(
+        json.dumps(row([1.0, 0.0, 0.0], [True, False, False], "rmsprop", 10)))
+    (folder / "deque-lstm.json").write_text(json.dumps(row([1.0], [True], "rmsprop", 50)))  # not the paper's batch
+    text = reproduce.summarize()
+    every = text[text.index("### Table 3 in the paper's layout: the paper's rule over every model run"):]
+    only = text[text.index("### Table 3 in the paper's layout, the paper's optimiser only"):]
+    every_line, only_line = (next(line for line in part.splitlines() if line.startswith("| reversal |"))
+                             for part in (every, only))
+    assert every_line.split(" | ")[3] == "1.00/1.00 \\| 0.90–1.00/0.99–1.00 (3 of 5 met the target)"
+    assert only_line.split(" | ")[3] == "1.00/1.00 \\| 1.00/1.00 (1 of 3 met the target)"
+    assert only_line.split(" | ")[7] == "not run"  # the DeQue's row ran RMSProp at batch 50
