@@ -141,9 +141,14 @@ MEMORY_ROWS = {
 for base in ("stack-lstm-paper-width-push-start", "deque-lstm-paper-width-low-bottom-start"):
     label, flags = MEMORY_ROWS[base]
     MEMORY_ROWS[f"{base}-lr-5e-3"] = (f"{label}, learning rate 5e-3", [*flags, "--learning_rate", "5e-3"])
-for base in ("queue-lstm", "stack-lstm-paper-width-push-start", "deque-lstm-paper-width-low-bottom-start"):
+for base in ("deep-lstm", "queue-lstm", "stack-lstm-paper-width-push-start",
+             "deque-lstm-paper-width-low-bottom-start"):
     label, flags = MEMORY_ROWS[base]
     MEMORY_ROWS[f"{base}-rmsprop"] = (f"{label}, RMSProp at batch 10", [*flags, *PAPER_OPTIMISER])
+# the same one step down the paper's learning-rate grid
+for base in ("deque-lstm-paper-width-low-bottom-start",):
+    label, flags = MEMORY_ROWS[f"{base}-rmsprop"]
+    MEMORY_ROWS[f"{base}-rmsprop-lr-5e-4"] = (f"{label}, learning rate 5e-4", [*flags, "--learning_rate", "5e-4"])
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
 VARIANT_OF = {row: row[:row.index("-lstm-") + len("-lstm")] for row in MEMORY_ROWS if "-lstm-" in row}
