@@ -149,6 +149,11 @@ for base in ("deep-lstm", "queue-lstm", "stack-lstm-paper-width-push-start",
 for base in ("deque-lstm-paper-width-low-bottom-start",):
     label, flags = MEMORY_ROWS[f"{base}-rmsprop"]
     MEMORY_ROWS[f"{base}-rmsprop-lr-5e-4"] = (f"{label}, learning rate 5e-4", [*flags, "--learning_rate", "5e-4"])
+    # one half of the paper's optimiser at a time: RMSProp at the preset's batch of 50, Adam at the paper's batch of 10
+    label, flags = MEMORY_ROWS[base]
+    MEMORY_ROWS[f"{base}-rmsprop-batch-50"] = (f"{label}, RMSProp at batch 50", [*flags, "--optim", "rmsprop"])
+    MEMORY_ROWS[f"{base}-batch-10"] = (f"{label}, Adam at batch 10",
+                                       [*flags, "--per_device_train_batch_size", "10", "--max_steps", "30000"])
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
 VARIANT_OF = {row: row[:row.index("-lstm-") + len("-lstm")] for row in MEMORY_ROWS if "-lstm-" in row}
