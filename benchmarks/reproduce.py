@@ -149,6 +149,11 @@ for base in ("deep-lstm", "queue-lstm", "stack-lstm-paper-width-push-start",
 for base in ("deque-lstm-paper-width-low-bottom-start",):
     label, flags = MEMORY_ROWS[f"{base}-rmsprop"]
     MEMORY_ROWS[f"{base}-rmsprop-lr-5e-4"] = (f"{label}, learning rate 5e-4", [*flags, "--learning_rate", "5e-4"])
+    # with momentum 0.9 on the normalised gradient, as the Neural Turing Machine (Graves et al. 2014) was trained
+    # (this paper names RMSProp without its settings), at the paper's grid rate 1e-4: about Adam's step at 1e-3
+    MEMORY_ROWS[f"{base}-rmsprop-momentum-lr-1e-4"] = (f"{label}, momentum 0.9, learning rate 1e-4",
+                                                       [*flags, "--optim_args", "momentum=0.9", "--learning_rate",
+                                                        "1e-4"])
     # one half of the paper's optimiser at a time: RMSProp at the preset's batch of 50, Adam at the paper's batch of 10
     label, flags = MEMORY_ROWS[base]
     MEMORY_ROWS[f"{base}-rmsprop-batch-50"] = (f"{label}, RMSProp at batch 50", [*flags, "--optim", "rmsprop"])
@@ -1066,7 +1071,8 @@ def transduction_recipe(results: dict) -> str:
         window = f" (the mean over {training['logging_steps']:,} updates)" if training.get("logging_steps") else ""
         updates = (f"to convergence: until the first logged training loss{window} at or below {target:g}, "
                    f"at most {updates}")
-    return (f"{model['backbone']}: {', '.join(parts)}; {training['optim']} at learning rate "
+    optimiser = training["optim"] + (f" ({training['optim_args']})" if training.get("optim_args") else "")
+    return (f"{model['backbone']}: {', '.join(parts)}; {optimiser} at learning rate "
             f"{training['learning_rate']:g}, batch {training['per_device_train_batch_size']}, gradient clipping at "
             f"{training['max_grad_norm']:g}, {updates}; {data}")
 

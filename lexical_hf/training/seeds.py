@@ -32,7 +32,7 @@ logger = logging.getLogger("lexical_hf.training")
 # validation selects, and the random numbers that evaluation draws between updates (DataLoader seeds), depend on them
 TRAINING_SETTINGS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs",
                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_grad_norm", "weight_decay",
-                     "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "train_sampling_strategy",
+                     "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "optim_args", "train_sampling_strategy",
                      "generation_num_beams", "eval_strategy", "eval_steps", "tf32",
                      "logging_steps")  # --stop_at_train_loss reads the loss logged every logging_steps updates
 # With --torch_compile or --cuda_graphs the batches are padded to a multiple of this length (source and target), so
