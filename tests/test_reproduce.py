@@ -457,6 +457,14 @@ def transduction_results(test_coarse):
                                       "max_grad_norm": 1.0, "max_steps": 2000}}}
 
 
+def test_a_table_3_recipe_names_the_optimisers_arguments_where_the_run_set_them(reproduce):
+    plain = transduction_results([1.0])
+    assert "; rmsprop at learning rate 0.001, batch 50" in reproduce.transduction_recipe(plain)
+    momentum = transduction_results([1.0])
+    momentum["settings"]["training"].update(optim_args="momentum=0.9", learning_rate=1e-4)
+    assert "; rmsprop (momentum=0.9) at learning rate 0.0001, batch 50" in reproduce.transduction_recipe(momentum)
+
+
 def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cells_not_run(reproduce, tmp_path):
     (tmp_path / "transduction" / "reversal").mkdir(parents=True)
     path = tmp_path / "transduction" / "reversal" / "stack-lstm.json"
