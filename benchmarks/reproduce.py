@@ -950,7 +950,8 @@ def papers_layout() -> list[str]:
     lines += layout_table(lambda results: True)
     lines += ["### Table 3 in the paper's layout, the paper's optimiser only", "",
               "The same rule over the rows trained with the paper's optimiser only: RMSProp at batch 10 with "
-              "gradients clipped at norm 1 (the `…-rmsprop` rows and the `paper` tier).", ""]
+              "gradients clipped at norm 1 (the `…-rmsprop…` rows, with momentum or without, and the `paper` "
+              "tier).", ""]
     return lines + layout_table(trained_as_the_paper)
 
 
