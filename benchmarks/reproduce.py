@@ -141,8 +141,9 @@ MEMORY_ROWS = {
 for base in ("stack-lstm-paper-width-push-start", "deque-lstm-paper-width-low-bottom-start"):
     label, flags = MEMORY_ROWS[base]
     MEMORY_ROWS[f"{base}-lr-5e-3"] = (f"{label}, learning rate 5e-3", [*flags, "--learning_rate", "5e-3"])
-for base in ("deep-lstm", "queue-lstm", "stack-lstm-paper-width-push-start",
-             "deque-lstm-paper-width-low-bottom-start"):
+PAPER_OPTIMISER_STARTS = ("deep-lstm", "queue-lstm", "stack-lstm-paper-width-push-start",
+                          "deque-lstm-paper-width-low-bottom-start")
+for base in PAPER_OPTIMISER_STARTS:
     label, flags = MEMORY_ROWS[base]
     MEMORY_ROWS[f"{base}-rmsprop"] = (f"{label}, RMSProp at batch 10", [*flags, *PAPER_OPTIMISER])
 # the DeQue's start one step down the paper's learning-rate grid
@@ -156,7 +157,7 @@ MEMORY_ROWS[f"{base}-batch-10"] = (f"{label}, Adam at batch 10",
                                    [*flags, "--per_device_train_batch_size", "10", "--max_steps", "30000"])
 # with momentum 0.9 on the normalised gradient, as the Neural Turing Machine (Graves et al. 2014) was trained (this
 # paper names RMSProp without its settings), at the paper's grid rate 1e-4: about Adam's step at 1e-3
-for base in ("deep-lstm", "queue-lstm", "stack-lstm-paper-width-push-start", "deque-lstm-paper-width-low-bottom-start"):
+for base in PAPER_OPTIMISER_STARTS:
     label, flags = MEMORY_ROWS[f"{base}-rmsprop"]
     MEMORY_ROWS[f"{base}-rmsprop-momentum-lr-1e-4"] = (f"{label}, momentum 0.9, learning rate 1e-4",
                                                        [*flags, "--optim_args", "momentum=0.9", "--learning_rate",
