@@ -162,6 +162,12 @@ for base in PAPER_OPTIMISER_STARTS:
     MEMORY_ROWS[f"{base}-rmsprop-momentum-lr-1e-4"] = (f"{label}, momentum 0.9, learning rate 1e-4",
                                                        [*flags, "--optim_args", "momentum=0.9", "--learning_rate",
                                                         "1e-4"])
+# the same with the squared gradient's average decaying as Adam's second moment does (0.999 where RMSProp has 0.99)
+for base in PAPER_OPTIMISER_STARTS:
+    label, flags = MEMORY_ROWS[f"{base}-rmsprop"]
+    MEMORY_ROWS[f"{base}-rmsprop-momentum-alpha-0.999-lr-1e-4"] = (
+        f"{label}, momentum 0.9, squared-gradient decay 0.999, learning rate 1e-4",
+        [*flags, "--optim_args", "momentum=0.9,alpha=0.999", "--learning_rate", "1e-4"])
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
 VARIANT_OF = {row: row[:row.index("-lstm-") + len("-lstm")] for row in MEMORY_ROWS if "-lstm-" in row}
