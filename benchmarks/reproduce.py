@@ -168,6 +168,14 @@ for base in PAPER_OPTIMISER_STARTS:
     MEMORY_ROWS[f"{base}-rmsprop-momentum-alpha-0.999-lr-1e-4"] = (
         f"{label}, momentum 0.9, squared-gradient decay 0.999, learning rate 1e-4",
         [*flags, "--optim_args", "momentum=0.9,alpha=0.999", "--learning_rate", "1e-4"])
+# and with the learning rate warmed up linearly over the first 1,000 updates: RMSProp has no bias correction, so its
+# first steps divide by an average of few squared gradients, about 1/√(1 - 0.999ᵗ) times (31 at the first) the
+# step Adam takes
+for base in PAPER_OPTIMISER_STARTS:
+    label, flags = MEMORY_ROWS[f"{base}-rmsprop-momentum-alpha-0.999-lr-1e-4"]
+    MEMORY_ROWS[f"{base}-rmsprop-momentum-alpha-0.999-warmup-1000-lr-1e-4"] = (
+        f"{label}, 1,000 warm-up updates",
+        [*flags, "--lr_scheduler_type", "constant_with_warmup", "--warmup_steps", "1000"])
 ROWS.update(MEMORY_ROWS)
 # a row with a recipe of its own ("<model>-lstm-<variant>") → the paper's row it answers ("<model>-lstm")
 VARIANT_OF = {row: row[:row.index("-lstm-") + len("-lstm")] for row in MEMORY_ROWS if "-lstm-" in row}
@@ -1082,8 +1090,9 @@ def transduction_recipe(results: dict) -> str:
         updates = (f"to convergence: until the first logged training loss{window} at or below {target:g}, "
                    f"at most {updates}")
     optimiser = training["optim"] + (f" ({training['optim_args']})" if training.get("optim_args") else "")
+    warmup = f" after {int(training['warmup_steps']):,} warm-up updates" if training.get("warmup_steps") else ""
     return (f"{model['backbone']}: {', '.join(parts)}; {optimiser} at learning rate "
-            f"{training['learning_rate']:g}, batch {training['per_device_train_batch_size']}, gradient clipping at "
+            f"{training['learning_rate']:g}{warmup}, batch {training['per_device_train_batch_size']}, gradient clipping at "
             f"{training['max_grad_norm']:g}, {updates}; {data}")
 
 

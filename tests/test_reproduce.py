@@ -457,12 +457,15 @@ def transduction_results(test_coarse):
                                       "max_grad_norm": 1.0, "max_steps": 2000}}}
 
 
-def test_a_table_3_recipe_names_the_optimisers_arguments_where_the_run_set_them(reproduce):
+def test_a_table_3_recipe_names_the_optimisers_arguments_and_warm_up_where_the_run_set_them(reproduce):
     plain = transduction_results([1.0])
     assert "; rmsprop at learning rate 0.001, batch 50" in reproduce.transduction_recipe(plain)
     momentum = transduction_results([1.0])
     momentum["settings"]["training"].update(optim_args="momentum=0.9", learning_rate=1e-4)
     assert "; rmsprop (momentum=0.9) at learning rate 0.0001, batch 50" in reproduce.transduction_recipe(momentum)
+    momentum["settings"]["training"].update(warmup_steps=1000)
+    assert ("; rmsprop (momentum=0.9) at learning rate 0.0001 after 1,000 warm-up updates, batch 50"
+            in reproduce.transduction_recipe(momentum))
 
 
 def test_table_3_puts_each_cell_beside_the_papers_with_every_seed_and_marks_cells_not_run(reproduce, tmp_path):
