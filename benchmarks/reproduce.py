@@ -455,14 +455,24 @@ def task_folder(task: str) -> str:
     return RESULT_FOLDERS.get(task, task)
 
 
+TIERS = ("cpu", "paper")
+
+
 def row_file(task: str, row: str, tier: str) -> Path:
     suffix = "" if tier == "cpu" or task == "colors" else f".{tier}"
     return RESULTS / task_folder(task) / f"{row}{suffix}.json"
 
 
+def row_and_tier(path: Path) -> tuple[str, str]:
+    """A row file's row and tier (`row_file`'s inverse): "" for the `cpu` tier, whose files have no suffix. Row names
+    may hold dots (a decay of 0.999)."""
+    row, _, tier = path.stem.rpartition(".")
+    return (row, tier) if tier in TIERS else (path.stem, "")
+
+
 def row_label(path: Path) -> str:
     """A row file's label in the tables: its row's name, and its tier where it is not the `cpu` tier."""
-    row, _, tier = path.stem.partition(".")
+    row, tier = row_and_tier(path)
     return ROWS[row][0] + (f" ({tier} tier)" if tier else "")
 
 
@@ -846,7 +856,7 @@ def summarize() -> str:
         done = set()
         strips, run_notes = [], []
         for path, results in zip(files, row_results):
-            row = path.stem.partition(".")[0]
+            row = row_and_tier(path)[0]
             values = metric_values(results, metric)
             mean, std = statistics.fmean(values), statistics.pstdev(values)
             paper = PAPER.get(task, {}).get(PAPER_ROW.get(row, row))
@@ -889,9 +899,9 @@ def summarize() -> str:
         lines += [note + "\n" for note in run_notes]
         if task in ANALYSIS and (RESULTS / ANALYSIS[task]).exists():
             lines += [f"Where and why this differs from the paper: [`{ANALYSIS[task]}`]({ANALYSIS[task]}).", ""]
-        if (note := geca_note(task, [(path.stem.partition(".")[0], results) for path, results in zip(files, row_results)])):
+        if (note := geca_note(task, [(row_and_tier(path)[0], results) for path, results in zip(files, row_results)])):
             lines += [note, ""]
-        if (note := syntatt_note(task, [(path.stem.partition(".")[0], results) for path, results in zip(files, row_results)])):
+        if (note := syntatt_note(task, [(row_and_tier(path)[0], results) for path, results in zip(files, row_results)])):
             lines += [note, ""]
         for rows, document, what in ROW_DOCUMENTS:
             if done & rows and (RESULTS / document).exists():
@@ -1098,7 +1108,7 @@ def transduction_recipe(results: dict) -> str:
 
 def table_order(path):
     """Rows in the paper's order (`ROWS`), the CPU tier of a row before its paper tier."""
-    row, _, tier = path.stem.partition(".")
+    row, tier = row_and_tier(path)
     return (list(ROWS).index(row) if row in ROWS else len(ROWS), row, tier)
 
 
@@ -1138,7 +1148,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", choices=list(TASKS))
     parser.add_argument("--row", choices=list(ROWS))
-    parser.add_argument("--tier", choices=["cpu", "paper"], default="cpu")
+    parser.add_argument("--tier", choices=TIERS, default="cpu")
     parser.add_argument("--seeds", default=None, help="default: 16 on Colors, 5 on SCAN (cpu tier), 3 on COGS/MT")
     parser.add_argument("--parallel_seeds", type=int, default=2)
     parser.add_argument("--data_dir", default=os.environ.get("LEXICAL_HF_DATA_DIR"))

@@ -741,3 +741,9 @@ def test_table_3_with_the_papers_optimiser_keeps_only_the_rows_trained_with_rmsp
     assert every_line.split(" | ")[3] == "1.00/1.00 \\| 0.90–1.00/0.99–1.00 (3 of 5 met the target)"
     assert only_line.split(" | ")[3] == "1.00/1.00 \\| 1.00/1.00 (1 of 3 met the target)"
     assert only_line.split(" | ")[7] == "not run"  # the DeQue's row ran RMSProp at batch 50
+
+
+def test_a_row_file_gives_back_its_row_and_tier_even_where_the_row_name_holds_a_dot(reproduce):
+    for row, tier in [("lstm", "cpu"), ("lstm", "paper"), ("queue-lstm-rmsprop-momentum-alpha-0.999-lr-1e-4", "cpu"),
+                      ("queue-lstm-rmsprop-momentum-alpha-0.999-lr-1e-4", "paper")]:
+        assert reproduce.row_and_tier(reproduce.row_file("copy", row, tier)) == (row, "" if tier == "cpu" else tier)
