@@ -1102,8 +1102,8 @@ def transduction_recipe(results: dict) -> str:
     optimiser = training["optim"] + (f" ({training['optim_args']})" if training.get("optim_args") else "")
     warmup = f" after {int(training['warmup_steps']):,} warm-up updates" if training.get("warmup_steps") else ""
     return (f"{model['backbone']}: {', '.join(parts)}; {optimiser} at learning rate "
-            f"{training['learning_rate']:g}{warmup}, batch {training['per_device_train_batch_size']}, gradient clipping at "
-            f"{training['max_grad_norm']:g}, {updates}; {data}")
+            f"{training['learning_rate']:g}{warmup}, batch {training['per_device_train_batch_size']}, "
+            f"gradient clipping at {training['max_grad_norm']:g}, {updates}; {data}")
 
 
 def table_order(path):
